@@ -1,0 +1,45 @@
+"""Triangle geometry of a scene: one closed box mesh per object, in world coordinates."""
+from __future__ import annotations
+
+import numpy as np
+
+from tiermap.schema import OBB, Scene
+
+_UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
+_BOX_FACES = np.array([
+    [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+    [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
+])
+
+
+def box_corners(obb: OBB) -> np.ndarray:
+    """The 8 world corners of an oriented box."""
+    return np.asarray(obb.center) + (_UNIT_CORNERS * np.asarray(obb.extent)) @ np.asarray(obb.R).T
+
+
+def box_mesh(obb: OBB) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (8, 3), triangles (12, 3)) of an oriented box with outward winding."""
+    return box_corners(obb), _BOX_FACES.copy()
+
+
+def scene_meshes(scene: Scene) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """(object id, vertices, triangles) for every object of the scene."""
+    return [(o.id, *box_mesh(o.obb)) for o in scene.objects]
+
+
+def sample_surface(scene: Scene, density: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Points sampled uniformly on object surfaces at `density` points per m²: (points, object ids)."""
+    rng = np.random.default_rng(seed)
+    pts, ids = [], []
+    for oid, v, f in scene_meshes(scene):
+        tri = v[f]
+        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+        n = max(int(round(area.sum() * density)), 8)
+        which = rng.choice(len(f), size=n, p=area / area.sum())
+        r1, r2 = rng.random(n), rng.random(n)
+        flip = r1 + r2 > 1
+        r1[flip], r2[flip] = 1 - r1[flip], 1 - r2[flip]
+        t = tri[which]
+        pts.append(t[:, 0] + r1[:, None] * (t[:, 1] - t[:, 0]) + r2[:, None] * (t[:, 2] - t[:, 0]))
+        ids.append(np.full(n, oid, dtype=np.int64))
+    return np.concatenate(pts), np.concatenate(ids)

@@ -1,0 +1,68 @@
+"""Render one (scene, condition) sequence in the Replica/NICE-SLAM layout, atomically."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from generation.conditions import load_condition, resolve_lights
+from generation.trajectory import plan_path, sample_poses, smooth
+from tiermap import schema
+from tiermap.atomic import atomic_dir
+
+
+def camera_from_params(render: dict[str, Any]) -> schema.CameraParams:
+    """Intrinsics from the render block (horizontal field of view in degrees, centred principal point)."""
+    w, h = int(render["width"]), int(render["height"])
+    f = (w / 2) / np.tan(np.radians(float(render.get("hfov_deg", 90))) / 2)
+    return schema.CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
+
+
+def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float) -> np.ndarray:
+    """Poses shared by every condition of a scene: same seed, same path; speed scales the sampling."""
+    traj = params["trajectory"]
+    path = smooth(plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"])))
+    return sample_poses(path, linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
+                        fps=float(traj["fps"]), height=float(traj["camera_height"]))
+
+
+def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], out_dir: Path, max_frames: int | None = None) -> schema.SequenceMeta:
+    """Render the condition's sequence of a scene into out_dir (written to a temp folder, renamed at the end)."""
+    from generation.render_raycast import RaycastRenderer
+
+    scene = schema.read_scene(scene_json)
+    cond = load_condition(condition, params["lighting"])
+    lights = resolve_lights(cond, scene)
+    camera = camera_from_params(params["render"])
+    poses = scene_poses(scene, params, cond.speed_factor)
+    if max_frames is not None:
+        poses = poses[:max_frames]
+    renderer = RaycastRenderer(scene, camera)
+    with atomic_dir(out_dir) as tmp:
+        (tmp / "results").mkdir()
+        (tmp / "instance").mkdir()
+        n = len(poses)
+        for i, pose in enumerate(tqdm(poses, desc=f"render {scene.name}/{condition}", unit="frame", leave=False)):
+            g = renderer.geometry(pose)
+            rgb = renderer.shade(g, pose, lights, progress=i / max(n - 1, 1))
+            Image.fromarray(rgb).save(tmp / "results" / f"frame{i:06d}.jpg", quality=92)
+            depth = np.clip(np.round(g["depth"] * camera.depth_scale), 0, 65535).astype(np.uint16)
+            Image.fromarray(depth).save(tmp / "results" / f"depth{i:06d}.png")
+            Image.fromarray(g["ids"].astype(np.uint16)).save(tmp / "instance" / f"{i:06d}.png")
+        schema.write_traj(tmp / "traj.txt", poses)
+        schema.write_model(camera, tmp / "camera_params.json")
+        traj = params["trajectory"]
+        meta = schema.SequenceMeta(
+            scene=scene.name, condition=condition, lights=lights,
+            speed=schema.Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
+            fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n)
+        schema.write_model(meta, tmp / "meta.json")
+    return meta
+
+
+def read_depth(path: Path, camera: schema.CameraParams) -> np.ndarray:
+    """Depth PNG → metres."""
+    return np.asarray(Image.open(path), dtype=np.float64) / camera.depth_scale

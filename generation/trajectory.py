@@ -1,0 +1,103 @@
+"""Camera paths: free space at robot height, seeded goals, shortest paths, smoothing, timed pose sampling."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from tiermap.schema import Scene
+
+STRUCTURE_CLASSES = {"floor", "ceiling", "wall"}
+
+
+class NoPathError(ValueError):
+    """A goal cannot be reached through free space."""
+
+
+def free_space(scene: Scene, cell: float = 0.1, robot_radius: float = 0.3, height: tuple[float, float] = (0.05, 1.6)) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean occupancy grid of the floor (True = free) and its origin (x0, y0)."""
+    if not scene.rooms:
+        raise ValueError(f"scene {scene.name!r}: no rooms, so no free space to walk")
+    lo = np.min([r.min for r in scene.rooms], axis=0)
+    hi = np.max([r.max for r in scene.rooms], axis=0)
+    nx_, ny_ = int(np.ceil((hi[0] - lo[0]) / cell)), int(np.ceil((hi[1] - lo[1]) / cell))
+    xs = lo[0] + (np.arange(nx_) + 0.5) * cell
+    ys = lo[1] + (np.arange(ny_) + 0.5) * cell
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    free = (gx > lo[0] + robot_radius) & (gx < hi[0] - robot_radius) & (gy > lo[1] + robot_radius) & (gy < hi[1] - robot_radius)
+    for o in scene.objects:
+        if o.class_name in STRUCTURE_CLASSES:
+            continue
+        R, c, e = np.asarray(o.obb.R), np.asarray(o.obb.center), np.asarray(o.obb.extent) / 2
+        zhalf = (np.abs(R) @ e)[2]
+        if c[2] + zhalf < height[0] or c[2] - zhalf > height[1]:
+            continue
+        half = (np.abs(R) @ e)[:2] + robot_radius
+        free &= ~((np.abs(gx - c[0]) < half[0]) & (np.abs(gy - c[1]) < half[1]))
+    if not free.any():
+        raise ValueError(f"scene {scene.name!r}: no free space at robot height (radius {robot_radius} m)")
+    return free, np.array([lo[0], lo[1], cell])
+
+
+def plan_path(scene: Scene, seed: int, n_goals: int = 3, cell: float = 0.1, robot_radius: float = 0.3) -> np.ndarray:
+    """Seeded random start + goals joined by grid shortest paths (A*), as (M, 2) xy waypoints."""
+    free, (x0, y0, c) = free_space(scene, cell, robot_radius)
+    graph = nx.grid_2d_graph(*free.shape)
+    graph.remove_nodes_from([tuple(ij) for ij in np.argwhere(~free)])
+    # Keep the largest connected region so every sampled goal is reachable.
+    region = max(nx.connected_components(graph), key=len)
+    nodes = sorted(region)
+    rng = np.random.default_rng(seed)
+    picks = [nodes[i] for i in rng.choice(len(nodes), size=n_goals + 1, replace=len(nodes) <= n_goals)]
+    cells: list[tuple[int, int]] = [picks[0]]
+    for a, b in zip(picks[:-1], picks[1:]):
+        try:
+            seg = nx.astar_path(graph, a, b, heuristic=lambda u, v: np.hypot(u[0] - v[0], u[1] - v[1]))
+        except nx.NetworkXNoPath:
+            raise NoPathError(f"scene {scene.name!r}: no collision-free path from {a} to {b}") from None
+        cells.extend(seg[1:])
+    ij = np.asarray(cells, dtype=float)
+    return np.stack([x0 + (ij[:, 0] + 0.5) * c, y0 + (ij[:, 1] + 0.5) * c], axis=1)
+
+
+def smooth(path: np.ndarray, window: int = 5) -> np.ndarray:
+    """Moving-average smoothing that keeps the end points."""
+    if len(path) < 3:
+        return path
+    k = min(window, len(path))
+    pad = np.concatenate([np.repeat(path[:1], k // 2, 0), path, np.repeat(path[-1:], k // 2, 0)])
+    kernel = np.ones(k) / k
+    out = np.stack([np.convolve(pad[:, d], kernel, mode="valid") for d in range(2)], axis=1)[: len(path)]
+    out[0], out[-1] = path[0], path[-1]
+    return out
+
+
+def look_at_pose(position: np.ndarray, yaw: float, pitch: float) -> np.ndarray:
+    """Camera-to-world 4×4 in OpenCV axes (x right, y down, z forward) for a z-up world."""
+    fwd = np.array([np.cos(yaw) * np.cos(pitch), np.sin(yaw) * np.cos(pitch), np.sin(pitch)])
+    right = np.cross(fwd, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    down = np.cross(fwd, right)
+    T = np.eye(4)
+    T[:3, 0], T[:3, 1], T[:3, 2], T[:3, 3] = right, down, fwd, position
+    return T
+
+
+def sample_poses(path: np.ndarray, linear: float, angular: float, fps: float, height: float = 1.2, pitch: float = -0.25) -> np.ndarray:
+    """Poses along the path at the given speeds: each step moves ≤ linear/fps and turns ≤ angular/fps."""
+    seg = np.diff(path, axis=0)
+    keep = np.linalg.norm(seg, axis=1) > 1e-9
+    path = np.concatenate([path[:1], path[1:][keep]])
+    if len(path) < 2:
+        raise NoPathError("path has fewer than two distinct points")
+    seg = np.diff(path, axis=0)
+    yaws = np.unwrap(np.arctan2(seg[:, 1], seg[:, 0]))
+    lengths = np.linalg.norm(seg, axis=1)
+    # Time per segment is the larger of translation time and the turn into it.
+    turn = np.abs(np.diff(np.concatenate([yaws[:1], yaws])))
+    dt = np.maximum(lengths / linear, turn / angular)
+    t_knots = np.concatenate([[0.0], np.cumsum(dt)])
+    t = np.arange(0.0, t_knots[-1] + 1e-9, 1.0 / fps)
+    x = np.interp(t, t_knots, path[:, 0])
+    y = np.interp(t, t_knots, path[:, 1])
+    yaw = np.interp(t, t_knots, np.concatenate([yaws[:1], yaws]))
+    return np.stack([look_at_pose(np.array([xi, yi, height]), a, pitch) for xi, yi, a in zip(x, y, yaw)])

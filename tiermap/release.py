@@ -1,0 +1,205 @@
+"""`tiermap release`: datasheet with label diff, DVC artifact in GTO form, push, commit and tag."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from tiermap import atomic, schema
+from tiermap.stages import dvc
+from tiermap.validate import gt_checksums
+
+VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+class ReleaseError(RuntimeError):
+    """A release was refused; nothing was pushed or tagged."""
+
+
+def _git(args: list[str], cwd: Path, check: bool = True) -> str:
+    res = subprocess.run(["git", *args], cwd=cwd, text=True, capture_output=True)
+    if check and res.returncode != 0:
+        raise ReleaseError(f"`git {' '.join(args)}` failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
+    return res.stdout
+
+
+def artifact_name(dataset: str) -> str:
+    """The DVC/GTO artifact name of a dataset's GT."""
+    return f"{dataset}-gt"
+
+
+def tag_name(dataset: str, version: str) -> str:
+    """GTO registration tag, e.g. demo-gt@v0.1.0."""
+    return f"{artifact_name(dataset)}@v{version}"
+
+
+def released_versions(repo: Path, dataset: str) -> list[tuple[int, int, int]]:
+    """Versions already tagged for this dataset, ascending."""
+    out = []
+    for t in _git(["tag", "-l", f"{artifact_name(dataset)}@v*"], repo).split():
+        m = VERSION_RE.match(t.split("@v", 1)[1])
+        if m:
+            out.append(tuple(int(x) for x in m.groups()))
+    return sorted(out)  # type: ignore[return-value]
+
+
+def manifest(ds: schema.DatasetPaths, version: str, today: str) -> dict[str, Any]:
+    """What a release contains: labels per scene/object/category, conditions, GT checksums."""
+    scenes: dict[str, Any] = {}
+    for scene in ds.gt_scenes():
+        gt = schema.read_gt_categories(ds.gt / scene / "gt_categories.json")
+        scenes[scene] = {str(s.object_id): {c: list(getattr(s.labels.image_attributes, c)) for c in schema.GT_CATEGORIES}
+                         for s in gt.dataset.samples}
+    conditions = sorted({p.parent.name for p in (ds.dir / "sequences").glob("*/*/meta.json")})
+    return {"dataset": ds.name, "version": version, "date": today, "scenes": scenes, "conditions": conditions,
+            "checksums": gt_checksums(ds.gt)}
+
+
+def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Objects added/removed and labels added/removed per category between two manifests."""
+    o_sc = (old or {}).get("scenes", {})
+    added, removed, changes = [], [], []
+    for scene in sorted(set(o_sc) | set(new["scenes"])):
+        a, b = o_sc.get(scene, {}), new["scenes"].get(scene, {})
+        added += [f"{scene}/{i}" for i in sorted(set(b) - set(a), key=int)]
+        removed += [f"{scene}/{i}" for i in sorted(set(a) - set(b), key=int)]
+        for oid in sorted(set(a) & set(b), key=int):
+            for cat in schema.GT_CATEGORIES:
+                plus = sorted(set(b[oid].get(cat, [])) - set(a[oid].get(cat, [])))
+                minus = sorted(set(a[oid].get(cat, [])) - set(b[oid].get(cat, [])))
+                if plus or minus:
+                    changes.append({"object": f"{scene}/{oid}", "category": cat, "added": plus, "removed": minus})
+    return {"objects_added": added, "objects_removed": removed, "label_changes": changes}
+
+
+def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> str:
+    """RELEASE.md text."""
+    counts = {c: 0 for c in schema.GT_CATEGORIES}
+    n_obj = 0
+    for objs in m["scenes"].values():
+        n_obj += len(objs)
+        for cats in objs.values():
+            for c in counts:
+                counts[c] += len(cats.get(c, []))
+    lines = [f"# {m['dataset']} ground truth v{m['version']}", "",
+             f"- Artifact: `{artifact_name(m['dataset'])}` (tag `{tag_name(m['dataset'], m['version'])}`)",
+             f"- Date: {m['date']}", f"- Scenes: {', '.join(m['scenes']) or '(none)'}",
+             f"- Conditions: {', '.join(m['conditions']) or '(none)'}", f"- Objects: {n_obj}", "",
+             "## Labels per category", "", "| category | labels |", "|---|---|"]
+    lines += [f"| {c} | {n} |" for c, n in counts.items()]
+    lines += ["", f"## Changes since {'v' + previous if previous else 'nothing (first release)'}", ""]
+    lines += [f"- Objects added: {', '.join(diff['objects_added']) or 'none'}",
+              f"- Objects removed: {', '.join(diff['objects_removed']) or 'none'}", ""]
+    if diff["label_changes"]:
+        lines += ["| object | category | added | removed |", "|---|---|---|---|"]
+        lines += [f"| {c['object']} | {c['category']} | {', '.join(c['added'])} | {', '.join(c['removed'])} |" for c in diff["label_changes"]]
+    else:
+        lines.append("No label changes.")
+    lines += ["", "## Checksums (md5) of GT files", "", "| file | md5 |", "|---|---|"]
+    lines += [f"| gt/{f} | `{h}` |" for f, h in m["checksums"].items()]
+    lines += ["", "## Get it", "", "```bash",
+              f"dvc artifacts get <repo-url> {artifact_name(m['dataset'])} --rev v{m['version']}",
+              f"git clone --branch {tag_name(m['dataset'], m['version'])} <repo-url> && dvc pull datasets/{m['dataset']}/gt", "```", ""]
+    return "\n".join(lines)
+
+
+def ensure_artifact(repo: Path, ds: schema.DatasetPaths) -> bool:
+    """Declare the dataset's GT as a DVC artifact in dvc.yaml; True if dvc.yaml changed."""
+    from ruamel.yaml import YAML
+
+    y = YAML()
+    y.preserve_quotes = True
+    path = repo / "dvc.yaml"
+    data = y.load(path.read_text()) if path.is_file() else {}
+    arts = data.setdefault("artifacts", {})
+    name = artifact_name(ds.name)
+    if name in arts:
+        return False
+    arts[name] = {"path": ds.gt.resolve().relative_to(repo.resolve()).as_posix(), "type": "dataset",
+                  "desc": f"OpenLex3D / BenchBot ground truth of the {ds.name} dataset",
+                  "labels": ["ground-truth", "openlex3d", "benchbot"]}
+    import io
+
+    buf = io.StringIO()
+    y.dump(data, buf)
+    atomic.write_text(path, buf.getvalue())
+    return True
+
+
+def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str | None) -> tuple[str, str | None]:
+    """Every refusal condition; returns (remote name, previous version)."""
+    if not VERSION_RE.match(version):
+        raise ReleaseError(f"version {version!r}: expected X.Y.Z (e.g. 0.1.0)")
+    dirty = _git(["status", "--porcelain"], repo).splitlines()
+    if dirty:
+        raise ReleaseError(f"working tree is dirty ({len(dirty)} change(s), e.g. '{dirty[0].strip()}'): commit or stash first")
+    remotes = [ln.split()[0] for ln in dvc(["remote", "list"], repo, quiet=True).stdout.splitlines() if ln.strip()]
+    default = dvc(["remote", "default"], repo, check=False, quiet=True)
+    name = remote or ((default.stdout.strip() or None) if default.returncode == 0 else None)
+    if not name or name not in remotes:
+        raise ReleaseError(f"DVC remote {name or '(default)'} is not configured (have {remotes or 'none'}): "
+                           "add one with `dvc remote add -d NAME PATH_OR_URL`")
+    new = tuple(int(x) for x in version.split("."))
+    have = released_versions(repo, ds.name)
+    if new in have:
+        raise ReleaseError(f"{tag_name(ds.name, version)} already exists: pick a higher version")
+    if have and new < have[-1]:
+        raise ReleaseError(f"version {version} is lower than the latest release {'.'.join(map(str, have[-1]))}")
+    if not ds.gt.is_dir() or not ds.gt_scenes():
+        raise ReleaseError(f"{ds.gt}: no GT to release (run `dvc repro`)")
+    for scene in ds.gt_scenes():
+        for name_, reader in schema.GT_READERS.items():
+            try:
+                reader(ds.gt / scene / name_)
+            except schema.SchemaError as err:
+                raise ReleaseError(f"invalid GT file: {err}") from None
+    if not ds.validation_report.is_file():
+        raise ReleaseError(f"{ds.validation_report}: no validation report (run `tiermap validate --dataset {ds.name}`)")
+    report = json.loads(ds.validation_report.read_text())
+    if not report.get("success"):
+        failed = [c["name"] for c in report.get("checks", []) if not c.get("success")]
+        raise ReleaseError(f"validation report is not clean (failed: {', '.join(failed)}); fix the labels and re-validate")
+    if report.get("checksums") != gt_checksums(ds.gt):
+        raise ReleaseError(f"{ds.validation_report} was made for other GT files: run `tiermap validate --dataset {ds.name}`")
+    stale = dvc(["status", "--json"], repo, check=False, quiet=True)
+    if stale.returncode != 0 or stale.stdout.strip() not in ("{}", ""):
+        changed = sorted(json.loads(stale.stdout or "{}")) if stale.returncode == 0 else ["(dvc status failed)"]
+        raise ReleaseError(f"workspace outputs differ from dvc.lock (stages: {', '.join(changed[:5])}): run `dvc repro` and commit")
+    prev = ".".join(map(str, have[-1])) if have else None
+    return name, prev
+
+
+def release(version: str, ds: schema.DatasetPaths, remote: str | None = None, today: str | None = None) -> Path:
+    """Release the dataset's GT: refuse unless ready; datasheet; dvc push; commit; GTO tag. Returns RELEASE.md."""
+    repo = Path(_git(["rev-parse", "--show-toplevel"], ds.root if ds.root.exists() else Path.cwd()).strip())
+    remote_name, prev = check_ready(repo, ds, version, remote)
+    m = manifest(ds, version, today or date.today().isoformat())
+    old = None
+    if prev:
+        rel = (ds.dir / "release.json").resolve().relative_to(repo).as_posix()
+        shown = subprocess.run(["git", "show", f"{tag_name(ds.name, prev)}:{rel}"], cwd=repo, text=True, capture_output=True)
+        old = json.loads(shown.stdout) if shown.returncode == 0 else None
+    diff = label_diff(old, m)
+    m["diff"] = diff
+    touched = [ds.release_notes, ds.dir / "release.json"]
+    atomic.write_text(ds.release_notes, datasheet(m, diff, prev))
+    atomic.write_text(ds.dir / "release.json", schema.dump_json(m))
+    if ensure_artifact(repo, ds):
+        touched.append(repo / "dvc.yaml")
+    try:
+        # Content-addressed and idempotent: an interrupted push is finished by running release again.
+        dvc(["push", "-r", remote_name], repo, quiet=True)
+    except RuntimeError as err:
+        _git(["checkout", "--", *[str(p) for p in touched if _git(["ls-files", str(p)], repo).strip()]], repo, check=False)
+        for p in touched:
+            if not _git(["ls-files", str(p)], repo).strip():
+                p.unlink(missing_ok=True)
+        raise ReleaseError(f"dvc push to {remote_name!r} failed, nothing tagged: {err}") from None
+    ident = [] if _git(["config", "user.name"], repo, check=False).strip() else ["-c", "user.name=tiermap", "-c", "user.email=tiermap@localhost"]
+    _git(["add", *[str(p) for p in touched]], repo)
+    _git([*ident, "commit", "-q", "-m", f"Release {artifact_name(ds.name)} v{version}"], repo)
+    _git([*ident, "tag", "-a", tag_name(ds.name, version), "-m", f"Registering artifact {artifact_name(ds.name)} version v{version}"], repo)
+    return ds.release_notes

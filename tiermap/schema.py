@@ -1,0 +1,587 @@
+"""The data contract: typed models, readers and writers for every file tiermap reads or publishes.
+
+Every reader validates and raises `SchemaError` with one line naming the file, the field and what was
+expected; every writer is atomic. Other modules handle these typed objects, never raw dicts.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tiermap import atomic
+
+CATEGORIES = ("synonyms", "depictions", "vis_sim")
+"""Annotator-given label categories, in OpenLex3D's key names (clutter is computed, not labelled)."""
+GT_CATEGORIES = (*CATEGORIES, "clutter")
+SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh")
+
+
+class SchemaError(ValueError):
+    """A file does not match the data contract."""
+
+    def __init__(self, path: Path | str, field: str, expected: str, got: Any = None) -> None:
+        self.path, self.field, self.expected = str(path), field, expected
+        msg = f"{path}: field '{field}': expected {expected}"
+        if got is not None:
+            shown = repr(got)
+            msg += f", got {shown[:80] + '...' if len(shown) > 80 else shown}"
+        super().__init__(msg)
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
+PosInt = Annotated[int, Field(gt=0)]
+
+
+class Model(BaseModel):
+    """Base: unknown fields are errors (they are usually typos)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# ---------------------------------------------------------------- scenes
+class OBB(Model):
+    """Oriented box: centre, full extent along its axes, rotation whose columns are the axes."""
+
+    center: Vec3
+    extent: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=3, max_length=3)]
+    R: Annotated[list[Vec3], Field(min_length=3, max_length=3)]
+
+    @field_validator("R")
+    @classmethod
+    def _rotation(cls, v: list[list[float]]) -> list[list[float]]:
+        r = np.asarray(v, dtype=float)
+        if not np.allclose(r @ r.T, np.eye(3), atol=1e-5) or np.linalg.det(r) < 0:
+            raise ValueError("a proper rotation matrix (orthonormal, det +1)")
+        return v
+
+
+class Lexicon(Model):
+    """Plausible names of an object per category (drives simulated annotators and the demo baseline)."""
+
+    synonyms: list[str] = []
+    depictions: list[str] = []
+    vis_sim: list[str] = []
+
+
+class SceneObject(Model):
+    """One object of a scene; `id` is the instance id written to instance images (uint16, 0 = none)."""
+
+    id: Annotated[int, Field(ge=1, le=65535)]
+    class_name: Annotated[str, Field(min_length=1)]
+    mesh: str | None = None
+    obb: OBB
+    lexicon: Lexicon = Lexicon()
+    room: str | None = None
+    parent: int | None = None
+
+
+class Room(Model):
+    """An axis-aligned room footprint in world metres."""
+
+    name: str
+    kind: str
+    min: Vec3
+    max: Vec3
+
+
+class Scene(Model):
+    """scene.json: where a scene comes from and what is in it (metres, z-up world)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    source: Literal["procedural", "replica", "habitat", "mesh"]
+    seed: int = 0
+    units: Literal["m"] = "m"
+    up: Literal["z"] = "z"
+    geometry: str | None = None
+    rooms: list[Room] = []
+    objects: list[SceneObject]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Scene:
+        ids = [o.id for o in self.objects]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"unique object ids (duplicated: {dup})")
+        return self
+
+    def object(self, object_id: int) -> SceneObject:
+        """The object with this id."""
+        for o in self.objects:
+            if o.id == object_id:
+                return o
+        raise KeyError(f"scene {self.name!r} has no object id {object_id}")
+
+
+# ---------------------------------------------------------------- sequences
+class CameraParams(Model):
+    """camera_params.json: pinhole intrinsics and the depth PNG scale (raw uint16 / depth_scale = metres)."""
+
+    w: PosInt
+    h: PosInt
+    fx: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    fy: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    cx: Finite
+    cy: Finite
+    depth_scale: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+    def K(self) -> np.ndarray:
+        """3×3 intrinsic matrix."""
+        return np.array([[self.fx, 0, self.cx], [0, self.fy, self.cy], [0, 0, 1]], dtype=float)
+
+
+class Light(Model):
+    """A light source; `attached_to_camera` lights move with the camera."""
+
+    name: str
+    type: Literal["point", "spot", "directional", "ambient"]
+    position: Vec3 | None = None
+    direction: Vec3 | None = None
+    color: Vec3 = [1.0, 1.0, 1.0]
+    intensity: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    attached_to_camera: bool = False
+    active: list[tuple[float, float]] | None = None
+    """Intervals [start, end) of path progress (0..1) during which the light is on; None = always on."""
+
+    def is_on(self, progress: float) -> bool:
+        """Whether the light is on at this fraction of the path."""
+        return self.active is None or any(a <= progress < b or (b >= 1.0 and progress >= 1.0) for a, b in self.active)
+
+
+class Speed(Model):
+    """Reference motion speeds."""
+
+    linear: Annotated[float, Field(gt=0)]
+    angular: Annotated[float, Field(gt=0)]
+
+
+class SequenceMeta(Model):
+    """meta.json of one rendered sequence."""
+
+    scene: str
+    condition: str
+    lights: list[Light]
+    speed: Speed
+    fps: Annotated[float, Field(gt=0)]
+    renderer: str
+    seed: int
+    frame_count: Annotated[int, Field(ge=0)]
+
+
+# ---------------------------------------------------------------- OpenLex3D GT
+class ImageAttributes(Model):
+    """Tiered labels of one object; clutter holds other objects' ids as strings (official form)."""
+
+    synonyms: list[str] = []
+    depictions: list[str] = []
+    vis_sim: list[str] = []
+    clutter: list[str] = []
+
+    @field_validator("clutter")
+    @classmethod
+    def _int_strings(cls, v: list[str]) -> list[str]:
+        bad = [c for c in v if not c.lstrip("-").isdigit()]
+        if bad:
+            raise ValueError(f"object ids written as strings of integers (bad: {bad[:3]})")
+        return v
+
+
+class SampleLabels(Model):
+    """The `labels` block of a sample."""
+
+    image_attributes: ImageAttributes
+    flag: Literal["ambiguous"] | None = None
+
+
+class Sample(Model):
+    """One annotated object."""
+
+    name: str
+    object_id: int
+    labels: SampleLabels
+
+
+class GTSamples(Model):
+    """The `dataset` block."""
+
+    samples: list[Sample]
+
+    @model_validator(mode="after")
+    def _unique(self) -> GTSamples:
+        ids = [s.object_id for s in self.samples]
+        if len(ids) != len(set(ids)):
+            raise ValueError("one sample per object_id")
+        return self
+
+
+class GTCategories(Model):
+    """gt_categories.json in the official OpenLex3D schema."""
+
+    dataset: GTSamples
+
+    def by_id(self) -> dict[int, Sample]:
+        """Samples keyed by object id."""
+        return {s.object_id: s for s in self.dataset.samples}
+
+
+class QueryMapping(Model):
+    """gt_categories_query_to_object_mapping_{l0,l1,all}.json: query text → object ids."""
+
+    level0: dict[str, list[int]] | None = None
+    level1: dict[str, list[int]] | None = None
+
+
+# ---------------------------------------------------------------- BenchBot GT (OMQ)
+class BBEnvironment(BaseModel):
+    """Environment block; OMQ matches GT to results by name and variant."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    variant: int
+
+
+class BBFormat(BaseModel):
+    """Format block."""
+
+    model_config = ConfigDict(extra="allow")
+    name: Literal["object_map_ground_truth"]
+
+
+class BBObject(Model):
+    """A GT object: axis-aligned cuboid (centroid, full extent) plus tiermap's oriented box."""
+
+    class_: Annotated[str, Field(alias="class", min_length=1)]
+    ID_name: str | None = None
+    id: int | None = None
+    centroid: Vec3
+    extent: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=3, max_length=3)]
+    isgroup: bool = False
+    obb: OBB | None = None
+
+
+class BBGroundTruth(Model):
+    """ground_truth block."""
+
+    class_list: Annotated[list[str], Field(min_length=1)]
+    synonyms: dict[str, str]
+    objects: list[BBObject]
+
+
+class BenchBotGT(Model):
+    """objects.json in BenchBot's object_map_ground_truth form."""
+
+    environment: BBEnvironment
+    format: BBFormat
+    ground_truth: BBGroundTruth
+
+    @model_validator(mode="after")
+    def _known_classes(self) -> BenchBotGT:
+        known = set(self.ground_truth.class_list) | set(self.ground_truth.synonyms)
+        bad = sorted({o.class_ for o in self.ground_truth.objects} - known)
+        if bad:
+            raise ValueError(f"object classes in class_list or synonyms (unknown: {bad[:5]})")
+        return self
+
+
+# ---------------------------------------------------------------- read / write
+M = TypeVar("M", bound=BaseModel)
+
+
+def _pydantic_error(path: Path, err: ValidationError) -> SchemaError:
+    e = err.errors()[0]
+    field = ".".join(str(p) for p in e["loc"]) or "<root>"
+    msg = e["msg"].removeprefix("Value error, ")
+    got = e.get("input") if e["type"] != "missing" else None
+    if e["type"] == "missing":
+        msg = "a value (field is missing)"
+    return SchemaError(path, field, msg, got if isinstance(got, str | int | float) else None)
+
+
+def read_json(path: Path | str) -> Any:
+    """Parse a JSON file; a missing or malformed file is a SchemaError."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise SchemaError(path, "<file>", f"valid JSON ({err})") from None
+
+
+def read_model(cls: type[M], path: Path | str) -> M:
+    """Read and validate a JSON file into `cls`."""
+    path = Path(path)
+    data = read_json(path)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise _pydantic_error(path, err) from None
+
+
+def dump_json(data: Any) -> str:
+    """Canonical JSON text (stable key order and indentation, so equal data gives equal bytes)."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_model(model: BaseModel, path: Path | str) -> Path:
+    """Write a model as canonical JSON atomically."""
+    return atomic.write_text(path, dump_json(model.model_dump(mode="json", by_alias=True, exclude_none=True)))
+
+
+def read_scene(path: Path | str) -> Scene:
+    """scene.json."""
+    return read_model(Scene, path)
+
+
+def read_camera(path: Path | str) -> CameraParams:
+    """camera_params.json."""
+    return read_model(CameraParams, path)
+
+
+def read_meta(path: Path | str) -> SequenceMeta:
+    """meta.json."""
+    return read_model(SequenceMeta, path)
+
+
+def read_gt_categories(path: Path | str) -> GTCategories:
+    """gt_categories.json."""
+    return read_model(GTCategories, path)
+
+
+def read_query_mapping(path: Path | str) -> QueryMapping:
+    """gt_categories_query_to_object_mapping_*.json."""
+    return read_model(QueryMapping, path)
+
+
+def read_benchbot_gt(path: Path | str) -> BenchBotGT:
+    """objects.json (BenchBot ground truth)."""
+    return read_model(BenchBotGT, path)
+
+
+def read_traj(path: Path | str) -> np.ndarray:
+    """traj.txt: one row-major camera-to-world 4×4 per line → (N, 4, 4) float64."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing file")
+    poses = []
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            vals = [float(x) for x in line.split()]
+        except ValueError:
+            raise SchemaError(path, f"line {n}", "16 numbers", line) from None
+        if len(vals) != 16 or not all(math.isfinite(v) for v in vals):
+            raise SchemaError(path, f"line {n}", "16 finite numbers (a row-major 4x4 pose)", len(vals))
+        T = np.array(vals).reshape(4, 4)
+        R = T[:3, :3]
+        if not np.allclose(T[3], [0, 0, 0, 1], atol=1e-6) or not np.allclose(R @ R.T, np.eye(3), atol=1e-4):
+            raise SchemaError(path, f"line {n}", "a rigid transform (orthonormal rotation, last row 0 0 0 1)")
+        poses.append(T)
+    return np.asarray(poses, dtype=float).reshape(-1, 4, 4)
+
+
+def write_traj(path: Path | str, poses: np.ndarray) -> Path:
+    """Write (N, 4, 4) camera-to-world poses as traj.txt."""
+    poses = np.asarray(poses, dtype=float)
+    if poses.ndim != 3 or poses.shape[1:] != (4, 4):
+        raise SchemaError(path, "poses", "an array of shape (N, 4, 4)", poses.shape)
+    lines = [" ".join(f"{v:.9g}" for v in T.reshape(-1)) for T in poses]
+    return atomic.write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def read_prompt_list(path: Path | str) -> list[str]:
+    """prompt_list.txt: one label per line; blank lines are an error (the official code silently scores them)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing file")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise SchemaError(path, f"line {n}", "a non-blank prompt")
+    return [ln.strip() for ln in lines]
+
+
+def write_prompt_list(path: Path | str, labels: list[str] | set[str]) -> Path:
+    """Write the sorted unique union of labels, one per line, no blank lines."""
+    uniq = sorted({lbl.strip() for lbl in labels if lbl.strip()})
+    return atomic.write_text(path, "".join(f"{lbl}\n" for lbl in uniq))
+
+
+# ---------------------------------------------------------------- GT point cloud
+def write_gt_cloud(path: Path | str, points: np.ndarray, ids: np.ndarray, colors: np.ndarray | None = None) -> Path:
+    """Binary PLY with float32 x, y, z, uint8 red, green, blue and int32 object_id per point."""
+    import io
+
+    from plyfile import PlyData, PlyElement
+
+    points = np.asarray(points, dtype=np.float32)
+    ids = np.asarray(ids)
+    if points.ndim != 2 or points.shape[1] != 3:
+        raise SchemaError(path, "points", "an array of shape (N, 3)", points.shape)
+    if ids.shape != (len(points),):
+        raise SchemaError(path, "object_id", f"one id per point ({len(points)})", ids.shape)
+    if colors is None:
+        colors = np.full((len(points), 3), 128, dtype=np.uint8)
+    dtype = [("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1"), ("object_id", "i4")]
+    arr = np.empty(len(points), dtype=dtype)
+    arr["x"], arr["y"], arr["z"] = points.T
+    arr["red"], arr["green"], arr["blue"] = np.asarray(colors, dtype=np.uint8).T
+    arr["object_id"] = ids.astype(np.int32)
+    buf = io.BytesIO()
+    PlyData([PlyElement.describe(arr, "vertex")]).write(buf)
+    return atomic.write_bytes(path, buf.getvalue())
+
+
+def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """GT cloud → (points (N, 3) float64, ids (N,) int64): a PLY with an object_id field, or points.npy + ids.npy."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing file")
+    if ids_path is not None:
+        points, ids = np.load(path), np.load(ids_path)
+        if points.ndim != 2 or points.shape[1] != 3:
+            raise SchemaError(path, "points", "an array of shape (N, 3)", points.shape)
+        if ids.shape != (len(points),):
+            raise SchemaError(ids_path, "ids", f"shape ({len(points)},)", ids.shape)
+    else:
+        from plyfile import PlyData
+
+        try:
+            v = PlyData.read(str(path))["vertex"]
+        except Exception as err:
+            raise SchemaError(path, "<file>", f"a PLY file with a vertex element ({type(err).__name__})") from None
+        names = v.data.dtype.names
+        if "object_id" not in names:
+            raise SchemaError(path, "vertex.object_id", "a per-point object_id property", list(names))
+        points = np.stack([v["x"], v["y"], v["z"]], axis=1)
+        ids = v["object_id"]
+    points = np.asarray(points, dtype=np.float64)
+    if not np.isfinite(points).all():
+        raise SchemaError(path, "points", "finite coordinates (found NaN/inf)")
+    return points, np.asarray(ids, dtype=np.int64)
+
+
+# ---------------------------------------------------------------- labels table
+LABEL_COLUMNS = {"scene": "str", "object_id": "int", "annotator": "str", "category": "str", "label": "str", "raw_label": "str"}
+
+
+def validate_labels_frame(df: Any, path: Path | str = "<labels>") -> Any:
+    """Check the tidy labels table's columns and types; return it with canonical dtypes."""
+    import pandas as pd
+
+    missing = [c for c in LABEL_COLUMNS if c not in df.columns]
+    if missing:
+        raise SchemaError(path, missing[0], f"columns {list(LABEL_COLUMNS)}")
+    df = df[list(LABEL_COLUMNS)].copy()
+    if len(df) and not pd.api.types.is_integer_dtype(df["object_id"]):
+        raise SchemaError(path, "object_id", "integer object ids", str(df["object_id"].dtype))
+    for col, kind in LABEL_COLUMNS.items():
+        if kind == "str":
+            bad = df[col].map(lambda v: not isinstance(v, str))
+            if bad.any():
+                row = int(np.flatnonzero(bad.to_numpy())[0])
+                raise SchemaError(path, f"{col}[{row}]", "text", df[col].iloc[row])
+            df[col] = df[col].astype(object)
+    bad = ~df["category"].isin(CATEGORIES)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise SchemaError(path, f"category[{row}]", f"one of {list(CATEGORIES)}", df["category"].iloc[row])
+    df["object_id"] = df["object_id"].astype("int64")
+    return df.reset_index(drop=True)
+
+
+def read_labels(path: Path | str) -> Any:
+    """labels.parquet → validated pandas DataFrame."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing file")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises several types for corrupt files
+        raise SchemaError(path, "<file>", f"a parquet table ({type(err).__name__})") from None
+    return validate_labels_frame(df, path)
+
+
+def write_labels(path: Path | str, df: Any) -> Path:
+    """Validate and write labels.parquet atomically."""
+    import io
+
+    df = validate_labels_frame(df, path)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return atomic.write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- dataset layout
+class DatasetPaths:
+    """Paths of one dataset under the data root (the layout of the data contract)."""
+
+    def __init__(self, root: Path | str, name: str) -> None:
+        self.root = Path(root)
+        self.name = name
+        self.dir = self.root / name
+
+    def scene_dir(self, scene: str) -> Path:
+        """datasets/<d>/scenes/<scene>/."""
+        return self.dir / "scenes" / scene
+
+    def sequence_dir(self, scene: str, condition: str) -> Path:
+        """datasets/<d>/sequences/<scene>/<condition>/."""
+        return self.dir / "sequences" / scene / condition
+
+    @property
+    def gt(self) -> Path:
+        """datasets/<d>/gt/."""
+        return self.dir / "gt"
+
+    @property
+    def labels(self) -> Path:
+        """datasets/<d>/labels/."""
+        return self.dir / "labels"
+
+    @property
+    def prompt_list(self) -> Path:
+        """datasets/<d>/gt/prompt_list.txt (per dataset, as the official layout)."""
+        return self.gt / "prompt_list.txt"
+
+    @property
+    def validation_report(self) -> Path:
+        """datasets/<d>/validation.json, written by `tiermap validate` (git-tracked metrics)."""
+        return self.dir / "validation.json"
+
+    @property
+    def release_notes(self) -> Path:
+        """datasets/<d>/RELEASE.md."""
+        return self.dir / "RELEASE.md"
+
+    def gt_scenes(self) -> list[str]:
+        """Scenes that have a GT folder."""
+        if not self.gt.is_dir():
+            return []
+        return sorted(p.name for p in self.gt.iterdir() if p.is_dir())
+
+
+GT_FILES = (
+    "gt_categories.json",
+    "gt_categories_query_to_object_mapping_l0.json",
+    "gt_categories_query_to_object_mapping_l1.json",
+    "gt_categories_query_to_object_mapping_all.json",
+    "objects.json",
+)
+GT_READERS = {
+    "gt_categories.json": read_gt_categories,
+    "gt_categories_query_to_object_mapping_l0.json": read_query_mapping,
+    "gt_categories_query_to_object_mapping_l1.json": read_query_mapping,
+    "gt_categories_query_to_object_mapping_all.json": read_query_mapping,
+    "objects.json": read_benchbot_gt,
+}

@@ -1,0 +1,119 @@
+"""Pipeline stages: each is one `tiermap` command and one function from input folders + params to outputs."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tiermap import schema
+from tiermap.atomic import atomic_dir
+
+
+def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
+    """params.yaml as a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise schema.SchemaError(path, "<file>", "an existing params.yaml (run from the repository root or pass --params)")
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise schema.SchemaError(path, "<root>", "a mapping of parameter blocks")
+    return data
+
+
+def build_dir(ds: schema.DatasetPaths, scene: str) -> Path:
+    """Per-scene intermediate GT (cloud, objects.json, visibility) before labels are joined in."""
+    return ds.dir / "build" / scene
+
+
+def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> Path:
+    """Generate scenes/<scene>/scene.json from its seed."""
+    from generation.procedural import generate_scene
+
+    spec = (params.get("scene") or {}).get(scene)
+    if spec is None:
+        raise schema.SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed")
+    sc = generate_scene(scene, seed=int(spec["seed"]), kinds=spec.get("kinds"))
+    with atomic_dir(ds.scene_dir(scene)) as tmp:
+        schema.write_model(sc, tmp / "scene.json")
+    return ds.scene_dir(scene) / "scene.json"
+
+
+def make_sequence(ds: schema.DatasetPaths, scene: str, condition: str, params: dict[str, Any]) -> schema.SequenceMeta:
+    """Render sequences/<scene>/<condition>/."""
+    from generation.sequence import render_sequence
+
+    return render_sequence(ds.scene_dir(scene) / "scene.json", condition, params, ds.sequence_dir(scene, condition))
+
+
+def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> dict[str, int]:
+    """GT cloud, objects.json and visibility of one scene into build/<scene>/."""
+    from generation.scene_gt import build_scene_gt
+
+    g = params["gt"]
+    ref = ds.sequence_dir(scene, params["reference_condition"])
+    with atomic_dir(build_dir(ds, scene)) as tmp:
+        return build_scene_gt(ds.scene_dir(scene) / "scene.json", ref, tmp, float(g["density"]), int(g["min_pixels"]))
+
+
+def labels_from_lexicon(ds: schema.DatasetPaths, scenes: list[str]) -> Path:
+    """Write labels/labels.parquet from the scenes' lexicons (one 'lexicon' annotator)."""
+    from annotation.lexicon_labels import lexicon_labels
+
+    df = lexicon_labels([ds.scene_dir(s) / "scene.json" for s in scenes], [build_dir(ds, s) / "visibility.json" for s in scenes])
+    return schema.write_labels(ds.labels / "labels.parquet", df)
+
+
+def make_gt(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
+    """Assemble the published gt/ folder: labels aggregated, clutter, query mappings, prompt list, scene GT."""
+    from annotation.aggregate import aggregate_scene
+    from annotation.clutter import add_clutter, boxes_from_cloud, clutter_pairs
+    from annotation.queries import prompt_labels, query_mappings
+    from generation.scene_gt import GT_CLOUD
+
+    labels = schema.read_labels(ds.labels / "labels.parquet")
+    unknown = sorted(set(labels["scene"]) - set(scenes))
+    if unknown:
+        raise schema.SchemaError(ds.labels / "labels.parquet", "scene", f"scenes of this dataset {scenes}", unknown[0])
+    gts = []
+    counts = {"scenes": 0, "objects": 0}
+    with atomic_dir(ds.gt) as tmp:
+        for scene in scenes:
+            src = build_dir(ds, scene)
+            sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
+            known = {o.id for o in sc.objects}
+            bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - known)
+            if bad:
+                raise schema.SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
+            gt = aggregate_scene(labels, scene, {o.id: o.class_name for o in sc.objects})
+            points, ids = schema.read_gt_cloud(src / GT_CLOUD)
+            gt = add_clutter(gt, clutter_pairs(boxes_from_cloud(points, ids)))
+            out = tmp / scene
+            out.mkdir()
+            schema.write_model(gt, out / "gt_categories.json")
+            for level, mapping in query_mappings(gt).items():
+                schema.write_model(mapping, out / f"gt_categories_query_to_object_mapping_{level}.json")
+            for name in (GT_CLOUD, "objects.json", "visibility.json"):
+                shutil.copy2(src / name, out / name)
+            gts.append(gt)
+            counts["scenes"] += 1
+            counts["objects"] += len(gt.dataset.samples)
+        schema.write_prompt_list(tmp / "prompt_list.txt", prompt_labels(gts))
+    return counts
+
+
+def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run a dvc command with the offline settings."""
+    import os
+    import sys
+
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    exe = Path(sys.executable).with_name("dvc")
+    cmd = [str(exe) if exe.exists() else "dvc", *args]
+    res = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=quiet)
+    if check and res.returncode != 0:
+        detail = (res.stderr or res.stdout or "").strip().splitlines()[-1:] if quiet else []
+        raise RuntimeError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
+    return res
