@@ -5,7 +5,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tiermap-setup
 APT_PKGS := libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 libgl1 libosmesa6 libusb-1.0-0 libgomp1 git
-SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -31,8 +30,9 @@ $(STAMP): pyproject.toml constraints.txt Makefile | system-deps
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	# PyPI's torchvision is CUDA-linked; this hook defines its missing op schemas before it imports.
-	echo 'import tiermap_tvshim; tiermap_tvshim.install()' > $(SITE)/tiermap-tvshim.pth
-	cp tiermap/tvshim.py $(SITE)/tiermap_tvshim.py
+	site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  cp tiermap/tvshim.py "$$site/tiermap_tvshim.py" && \
+	  echo 'import tiermap_tvshim; tiermap_tvshim.install()' > "$$site/tiermap-tvshim.pth"
 	$(BIN)/python -c 'import open_clip, sentence_transformers, open3d, dvc, great_expectations, tiermap' 
 	@touch $(STAMP)
 

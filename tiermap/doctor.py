@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,18 +37,14 @@ def check_environment(repo: Path = Path("."), label_studio_url: str | None = Non
     err = _try_import("habitat_sim")
     out.append(Finding("renderer: habitat-sim (GPU, optional)", err is None, err or "habitat-sim available",
                        "install habitat-sim on a GPU workstation: conda install habitat-sim -c conda-forge -c aihabitat"))
-    dvc_exe = Path(sys.executable).with_name("dvc")
-    dvc_cmd = str(dvc_exe) if dvc_exe.exists() else shutil.which("dvc")
-    if dvc_cmd is None:
-        out.append(Finding("dvc", False, "dvc not installed", "make setup"))
-    else:
-        env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
-        res = subprocess.run([dvc_cmd, "remote", "list"], cwd=repo, text=True, capture_output=True, env=env)
-        default = subprocess.run([dvc_cmd, "remote", "default"], cwd=repo, text=True, capture_output=True, env=env).stdout.strip()
-        ok = res.returncode == 0 and bool(res.stdout.strip())
-        out.append(Finding("dvc remote", ok, (f"remotes: {res.stdout.split()[0::2]}, default: {default or 'none'}" if ok
-                                              else (res.stderr.strip().splitlines() or ["no remote configured"])[-1]),
+    try:
+        from tiermap.stages import dvc_remotes
+
+        remotes, default = dvc_remotes(repo)
+        out.append(Finding("dvc remote", bool(remotes), f"remotes: {remotes or 'none'}, default: {default or 'none'}",
                            "dvc remote add -d store /path/to/remote  (or s3://, gs://, ssh://)"))
+    except Exception as e:  # not a DVC repo, unreadable config, dvc missing
+        out.append(Finding("dvc remote", False, f"{type(e).__name__}: {e}".splitlines()[0], "run inside a DVC repository (dvc init) and add a remote"))
     url = label_studio_url or os.environ.get("LABEL_STUDIO_URL")
     if url:
         try:

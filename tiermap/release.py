@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tiermap import atomic, schema
-from tiermap.stages import dvc
+from tiermap.stages import dvc, dvc_remotes
 from tiermap.validate import gt_checksums
 
 VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -136,9 +136,8 @@ def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str |
     dirty = _git(["status", "--porcelain"], repo).splitlines()
     if dirty:
         raise ReleaseError(f"working tree is dirty ({len(dirty)} change(s), e.g. '{dirty[0].strip()}'): commit or stash first")
-    remotes = [ln.split()[0] for ln in dvc(["remote", "list"], repo, quiet=True).stdout.splitlines() if ln.strip()]
-    default = dvc(["remote", "default"], repo, check=False, quiet=True)
-    name = remote or ((default.stdout.strip() or None) if default.returncode == 0 else None)
+    remotes, default = dvc_remotes(repo)
+    name = remote or default
     if not name or name not in remotes:
         raise ReleaseError(f"DVC remote {name or '(default)'} is not configured (have {remotes or 'none'}): "
                            "add one with `dvc remote add -d NAME PATH_OR_URL`")

@@ -28,7 +28,7 @@ class SchemaError(ValueError):
         self.path, self.field, self.expected = str(path), field, expected
         msg = f"{path}: field '{field}': expected {expected}"
         if got is not None:
-            shown = repr(got)
+            shown = repr(got.item() if isinstance(got, np.generic) else got)
             msg += f", got {shown[:80] + '...' if len(shown) > 80 else shown}"
         super().__init__(msg)
 

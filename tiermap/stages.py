@@ -117,3 +117,11 @@ def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool 
         detail = (res.stderr or res.stdout or "").strip().splitlines()[-1:] if quiet else []
         raise RuntimeError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
     return res
+
+
+def dvc_remotes(repo: Path | str) -> tuple[list[str], str | None]:
+    """Configured DVC remote names and the default one (repo, local, global and system config merged)."""
+    from dvc.config import Config
+
+    cfg = Config(dvc_dir=str(Path(repo) / ".dvc"))
+    return sorted(cfg.get("remote", {})), cfg.get("core", {}).get("remote")
