@@ -120,7 +120,7 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     assert set(status) == {"sequence@room0-nominal"}
     before = (seq(repo, "baseline") / "results/frame000000.jpg").stat().st_mtime_ns
     res = run([DVC, "repro"], repo)
-    assert stages_run(res.stdout) == {"sequence@room0-nominal"}
+    assert stages_run(res.stdout) == {"sequence@room0-nominal", "preview@room0"}
     assert (seq(repo, "baseline") / "results/frame000000.jpg").stat().st_mtime_ns == before
     assert json.loads(run([DVC, "status", "--json"], repo).stdout) == {}
 
@@ -128,7 +128,8 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     params["lighting"]["baseline"]["ambient"] = 0.3
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     res = run([DVC, "repro"], repo)
-    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0"}  # GT content unchanged -> no gt rerun
+    # GT content is unchanged by lighting, so the gt stage is not re-run.
+    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0"}
 
 
 def test_unknown_condition_is_a_clear_error(pipeline_repo: Path) -> None:
@@ -145,7 +146,8 @@ def test_new_condition_is_data_not_code(pipeline_repo: Path) -> None:
     params["lighting"]["night"] = {"ambient": 0.02, "lights": [{"name": "lamp", "type": "point", "at": [0.5, 0.5, 0.3], "intensity": 0.4}]}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     res = run([DVC, "repro"], repo)
-    assert stages_run(res.stdout) == {"sequence@room0-night"}
+    assert stages_run(res.stdout) == {"sequence@room0-night", "preview@room0"}
+    assert (repo / "datasets/demo/previews/room0/contact_sheet.png").is_file()
     night = np.asarray(Image.open(seq(repo, "night") / "results/frame000000.jpg"), dtype=float).mean()
     base = np.asarray(Image.open(seq(repo, "baseline") / "results/frame000000.jpg"), dtype=float).mean()
     assert night < base

@@ -77,6 +77,16 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
     console.print(f"scene GT {scene}: {counts}")
 
 
+@generate.command("preview")
+def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
+                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Contact sheet (same frames under every condition) and top-down map PNGs of a scene."""
+    from tiermap.stages import load_params, make_preview
+
+    for p in _run(lambda: make_preview(_paths(root, dataset), scene, load_params(params))):
+        console.print(f"wrote {p}")
+
+
 @annotate.command("lexicon")
 def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Write labels/labels.parquet from the scenes' lexicons (seed labels for demos)."""

@@ -26,6 +26,7 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
     seqs = sorted(p.parent.relative_to(ds.dir).as_posix() for p in (ds.dir / "sequences").glob("*/*/meta.json"))
     return {
         "sequences": f"{ds.dir / 'sequences'} ({len(seqs)}: {', '.join(seqs)})",
+        "previews": f"{ds.dir / 'previews'} (contact_sheet.png, topdown.png per scene)",
         "ground truth": str(ds.gt),
         "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'})",
         "next": f"tiermap release 0.1.0 --dataset {ds.name}   (after `git commit` and `dvc remote add -d ...`)",

@@ -58,6 +58,20 @@ def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -
         return build_scene_gt(ds.scene_dir(scene) / "scene.json", ref, tmp, float(g["density"]), int(g["min_pixels"]))
 
 
+def make_preview(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> list[Path]:
+    """previews/<scene>/contact_sheet.png and topdown.png."""
+    from generation.preview import contact_sheet, topdown_map
+
+    out = ds.dir / "previews" / scene
+    seqs = {c: ds.sequence_dir(scene, c) for c in params["conditions"]}
+    sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
+    traj = schema.read_traj(ds.sequence_dir(scene, params["reference_condition"]) / "traj.txt")
+    with atomic_dir(out) as tmp:
+        contact_sheet(seqs, tmp / "contact_sheet.png")
+        topdown_map(sc, traj, tmp / "topdown.png")
+    return [out / "contact_sheet.png", out / "topdown.png"]
+
+
 def labels_from_lexicon(ds: schema.DatasetPaths, scenes: list[str]) -> Path:
     """Write labels/labels.parquet from the scenes' lexicons (one 'lexicon' annotator)."""
     from annotation.lexicon_labels import lexicon_labels
