@@ -10,6 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export PYOPENGL_PLATFORM := egl
+export DVC_SITE_CACHE_DIR ?= $(CURDIR)/.tmp/dvc_site_cache
 
 .PHONY: setup system-deps demo test bench clean-venv
 

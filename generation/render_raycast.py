@@ -81,3 +81,6 @@ class RaycastRenderer:
         rgb = self.albedo[g["gid"]] * light
         rgb[~hit] = 0
         return (np.clip(rgb, 0, 1) ** (1 / 2.2) * 255 + 0.5).astype(np.uint8)
+
+    def close(self) -> None:
+        """Nothing to release."""

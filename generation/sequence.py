@@ -29,10 +29,30 @@ def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float
                         fps=float(traj["fps"]), height=float(traj["camera_height"]))
 
 
-def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], out_dir: Path, max_frames: int | None = None) -> schema.SequenceMeta:
-    """Render the condition's sequence of a scene into out_dir (written to a temp folder, renamed at the end)."""
-    from generation.render_raycast import RaycastRenderer
+RENDERERS = ("pyrender", "raycast", "habitat")
 
+
+def make_renderer(name: str, scene: schema.Scene, camera: schema.CameraParams):  # type: ignore[no-untyped-def]
+    """Renderer by name: pyrender (default, Mesa EGL), raycast (Open3D only), habitat (GPU workstations)."""
+    if name == "pyrender":
+        from generation.render_pyrender import PyrenderRenderer
+
+        return PyrenderRenderer(scene, camera)
+    if name == "raycast":
+        from generation.render_raycast import RaycastRenderer
+
+        return RaycastRenderer(scene, camera)
+    if name == "habitat":
+        from generation.habitat import require_habitat
+
+        require_habitat()
+        raise RuntimeError("habitat-sim renders ReplicaCAD/HM3D scene datasets; procedural scenes use pyrender or raycast")
+    raise ValueError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
+
+
+def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], out_dir: Path, max_frames: int | None = None,
+                    renderer_name: str | None = None) -> schema.SequenceMeta:
+    """Render the condition's sequence of a scene into out_dir (written to a temp folder, renamed at the end)."""
     scene = schema.read_scene(scene_json)
     cond = load_condition(condition, params["lighting"])
     lights = resolve_lights(cond, scene)
@@ -40,7 +60,7 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
     poses = scene_poses(scene, params, cond.speed_factor)
     if max_frames is not None:
         poses = poses[:max_frames]
-    renderer = RaycastRenderer(scene, camera)
+    renderer = make_renderer(renderer_name or params["render"].get("renderer", "pyrender"), scene, camera)
     with atomic_dir(out_dir) as tmp:
         (tmp / "results").mkdir()
         (tmp / "instance").mkdir()
@@ -60,6 +80,7 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
             speed=schema.Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
             fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n)
         schema.write_model(meta, tmp / "meta.json")
+    renderer.close()
     return meta
 
 

@@ -59,21 +59,23 @@ def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of
 @generate.command("sequence")
 def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
                       condition: Annotated[str, typer.Option(help="Condition name (a key of params.yaml `lighting`).")],
-                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                      renderer: Annotated[str | None, typer.Option(help="pyrender | raycast | habitat (default: params render.renderer).")] = None) -> None:
     """Render one scene under one condition (RGB, depth, instance ids, traj.txt)."""
     from tiermap.stages import load_params, make_sequence
 
-    meta = _run(lambda: make_sequence(_paths(root, dataset), scene, condition, load_params(params)))
+    meta = _run(lambda: make_sequence(_paths(root, dataset), scene, condition, load_params(params), renderer))
     console.print(f"sequence {scene}/{condition}: {meta.frame_count} frames ({meta.renderer})")
 
 
 @generate.command("gt")
 def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
-                root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                out: Annotated[Path | None, typer.Option(help="Output folder (default <root>/<dataset>/gt/<scene>).")] = None) -> None:
     """Scene GT: point cloud with object ids, BenchBot objects.json, per-object visibility."""
     from tiermap.stages import load_params, make_scene_gt
 
-    counts = _run(lambda: make_scene_gt(_paths(root, dataset), scene, load_params(params)))
+    counts = _run(lambda: make_scene_gt(_paths(root, dataset), scene, load_params(params), out))
     console.print(f"scene GT {scene}: {counts}")
 
 

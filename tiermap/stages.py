@@ -24,7 +24,7 @@ def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
 
 
 def build_dir(ds: schema.DatasetPaths, scene: str) -> Path:
-    """Per-scene intermediate GT (cloud, objects.json, visibility) before labels are joined in."""
+    """Per-scene GT of the pipeline (cloud, objects.json, visibility) before labels join it in gt/."""
     return ds.dir / "build" / scene
 
 
@@ -41,20 +41,20 @@ def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> P
     return ds.scene_dir(scene) / "scene.json"
 
 
-def make_sequence(ds: schema.DatasetPaths, scene: str, condition: str, params: dict[str, Any]) -> schema.SequenceMeta:
+def make_sequence(ds: schema.DatasetPaths, scene: str, condition: str, params: dict[str, Any], renderer: str | None = None) -> schema.SequenceMeta:
     """Render sequences/<scene>/<condition>/."""
     from generation.sequence import render_sequence
 
-    return render_sequence(ds.scene_dir(scene) / "scene.json", condition, params, ds.sequence_dir(scene, condition))
+    return render_sequence(ds.scene_dir(scene) / "scene.json", condition, params, ds.sequence_dir(scene, condition), renderer_name=renderer)
 
 
-def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> dict[str, int]:
-    """GT cloud, objects.json and visibility of one scene into build/<scene>/."""
+def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], out: Path | None = None) -> dict[str, int]:
+    """GT cloud, objects.json and visibility of one scene into `out` (default gt/<scene>/; the pipeline uses build/<scene>/)."""
     from generation.scene_gt import build_scene_gt
 
     g = params["gt"]
     ref = ds.sequence_dir(scene, params["reference_condition"])
-    with atomic_dir(build_dir(ds, scene)) as tmp:
+    with atomic_dir(out or ds.gt / scene) as tmp:
         return build_scene_gt(ds.scene_dir(scene) / "scene.json", ref, tmp, float(g["density"]), int(g["min_pixels"]))
 
 
@@ -95,7 +95,8 @@ def make_gt(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
     counts = {"scenes": 0, "objects": 0}
     with atomic_dir(ds.gt) as tmp:
         for scene in scenes:
-            src = build_dir(ds, scene)
+            # In the DVC pipeline scene GT comes from build/<scene>; run by hand it was written to gt/<scene>.
+            src = build_dir(ds, scene) if build_dir(ds, scene).is_dir() else ds.gt / scene
             sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
             known = {o.id for o in sc.objects}
             bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - known)

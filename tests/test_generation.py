@@ -1,0 +1,108 @@
+"""Generation pieces: deterministic scenes, trajectories and their failures, renderers, habitat mappings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from generation import habitat
+from generation.conditions import load_condition, resolve_lights
+from generation.procedural import generate_scene
+from generation.sequence import make_renderer, render_sequence
+from generation.trajectory import NoPathError, free_space, plan_path, sample_poses
+from tests.conftest import small_params
+from tiermap import schema
+
+
+def test_same_seed_same_bytes(tmp_path: Path) -> None:
+    a = schema.write_model(generate_scene("r", 11), tmp_path / "a.json").read_bytes()
+    b = schema.write_model(generate_scene("r", 11), tmp_path / "b.json").read_bytes()
+    c = schema.write_model(generate_scene("r", 12), tmp_path / "c.json").read_bytes()
+    assert a == b and a != c
+
+
+def test_supported_objects_rest_on_their_hosts() -> None:
+    sc = generate_scene("r", 3)
+    for o in sc.objects:
+        if o.parent is None or o.class_name == "book":
+            continue
+        host = sc.object(o.parent)
+        bottom = o.obb.center[2] - o.obb.extent[2] / 2
+        assert bottom == pytest.approx(host.obb.center[2] + host.obb.extent[2] / 2, abs=1e-3), o.class_name
+
+
+def test_pose_sampling_speeds() -> None:
+    path = np.array([[0.0, 0.0], [3.0, 0.0]])
+    poses = sample_poses(path, linear=0.75, angular=0.8, fps=10)
+    steps = np.linalg.norm(np.diff(poses[:, :3, 3], axis=0), axis=1)
+    assert steps.max() == pytest.approx(0.075, abs=1e-9) and len(poses) == 41
+    fast = sample_poses(path, linear=1.5, angular=1.6, fps=10)
+    assert len(fast) == 21
+    R = poses[0, :3, :3]
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-9)
+    assert R[2, 2] > 0.9 or poses[0, 0, 2] > 0.9  # camera z (forward) points along +x, the path direction
+
+
+def test_no_free_space_and_no_path_are_clear() -> None:
+    sc = generate_scene("r", 1)
+    with pytest.raises(ValueError, match="no free space at robot height"):
+        free_space(sc, robot_radius=5.0)
+    blocker = sc.model_copy(deep=True)
+    blocker.rooms = []
+    with pytest.raises(ValueError, match="no rooms"):
+        plan_path(blocker, seed=0)
+    with pytest.raises(NoPathError, match="fewer than two distinct points"):
+        sample_poses(np.array([[1.0, 1.0], [1.0, 1.0]]), 0.75, 0.8, 10)
+
+
+def test_pyrender_and_raycast_agree_on_depth_and_ids(tmp_path: Path) -> None:
+    params = small_params()
+    sc = generate_scene("room0", 7)
+    schema.write_model(sc, tmp_path / "scene.json")
+    metas = {}
+    for r in ("pyrender", "raycast"):
+        metas[r] = render_sequence(tmp_path / "scene.json", "baseline", params, tmp_path / r, max_frames=3, renderer_name=r)
+    assert metas["pyrender"].renderer == "pyrender-egl" and metas["raycast"].renderer == "open3d-raycast"
+    from PIL import Image
+
+    for i in range(3):
+        for sub in (f"results/depth{i:06d}.png", f"instance/{i:06d}.png"):
+            assert np.array_equal(np.asarray(Image.open(tmp_path / "pyrender" / sub)), np.asarray(Image.open(tmp_path / "raycast" / sub)))
+        rgb = np.asarray(Image.open(tmp_path / "pyrender" / f"results/frame{i:06d}.jpg"))
+        assert rgb.shape == (36, 48, 3) and rgb.mean() > 20
+
+
+def test_unknown_renderer_and_missing_habitat() -> None:
+    sc = generate_scene("room0", 7)
+    cam = schema.CameraParams(w=8, h=6, fx=4, fy=4, cx=4, cy=3, depth_scale=1000)
+    with pytest.raises(ValueError, match="unknown renderer 'blender'"):
+        make_renderer("blender", sc, cam)
+    with pytest.raises(RuntimeError, match="habitat-sim is not installed.*conda install habitat-sim"):
+        make_renderer("habitat", sc, cam)
+
+
+def test_habitat_light_setups_follow_the_schedule() -> None:
+    params = small_params()
+    sc = generate_scene("room0", 7)
+    dyn = resolve_lights(load_condition("dynamic_lights", params["lighting"]), sc)
+    setups = habitat.light_setups(dyn, n_segments=4)
+    assert [len(s) for s in setups] == [1, 1, 1, 1]
+    a, b = (resolve_lights(load_condition("dynamic_lights", params["lighting"]), sc)[i] for i in (1, 2))
+    assert setups[0][0]["vector"] == [*habitat.z_up_to_y_up(a.position), 1.0]
+    assert setups[3][0]["vector"] == [*habitat.z_up_to_y_up(b.position), 1.0]
+    assert setups[0][0]["model"] == "GLOBAL" and setups[0][0]["color"] == [a.intensity] * 3
+    cam = resolve_lights(load_condition("camera_light", params["lighting"]), sc)
+    assert habitat.light_setups(cam, 1)[0] == [{"vector": [0.0, 0.0, 0.0, 1.0], "color": [2.5, 2.5, 2.5], "model": "CAMERA"}]
+    assert habitat.light_setups(resolve_lights(load_condition("nominal", params["lighting"]), sc), 2) == [[], []]
+
+
+def test_habitat_sensor_and_agent_specs() -> None:
+    cam = schema.CameraParams(w=640, h=480, fx=320, fy=320, cx=320, cy=240, depth_scale=1000)
+    specs = habitat.sensor_specs(cam, height=1.2)
+    assert [s["sensor_type"] for s in specs] == ["COLOR", "DEPTH", "SEMANTIC"]
+    assert specs[0]["hfov"] == pytest.approx(90.0) and specs[0]["resolution"] == [480, 640]
+    acts = habitat.agent_actions(0.75, 0.8, fps=10)
+    assert acts["move_forward"]["amount"] == pytest.approx(0.075)
+    assert acts["turn_left"]["amount"] == pytest.approx(np.degrees(0.08))
+    assert habitat.agent_actions(1.5, 1.6, fps=10)["move_forward"]["amount"] == pytest.approx(0.15)  # velocity condition
