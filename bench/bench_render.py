@@ -15,8 +15,8 @@ import yaml
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from generation.conditions import load_condition, resolve_lights  # noqa: E402
-from generation.geometry import scene_meshes  # noqa: E402
-from generation.procedural import generate_scene, object_color  # noqa: E402
+from generation.geometry import object_mesh  # noqa: E402
+from generation.procedural import generate_scene  # noqa: E402
 from generation.sequence import camera_from_params, make_renderer, scene_poses  # noqa: E402
 
 N_FRAMES = 30
@@ -40,13 +40,14 @@ def time_filament(scene, camera, poses) -> float:  # type: ignore[no-untyped-def
 
     ids = RaycastRenderer(scene, camera)
     r = o3d.visualization.rendering.OffscreenRenderer(camera.w, camera.h)
-    for oid, v, f in scene_meshes(scene):
+    for o in scene.objects:
+        v, f, _ = object_mesh(o)
         m = o3d.geometry.TriangleMesh(o3d.utility.Vector3dVector(v), o3d.utility.Vector3iVector(f))
         m.compute_triangle_normals()
         mat = o3d.visualization.rendering.MaterialRecord()
         mat.shader = "defaultLit"
-        mat.base_color = [*object_color(scene.seed, oid), 1.0]
-        r.scene.add_geometry(f"o{oid}", m, mat)
+        mat.base_color = [*o.appearance.color, 1.0]
+        r.scene.add_geometry(f"o{o.id}", m, mat)
     r.scene.scene.add_point_light("a", [1, 1, 1], [1.5, 2.0, 2.4], 1e5, 10.0, True)
     K = camera.K()
 
@@ -66,7 +67,7 @@ def time_filament(scene, camera, poses) -> float:  # type: ignore[no-untyped-def
 def main() -> None:
     params = yaml.safe_load(open("params.yaml"))
     params["render"].update(width=640, height=480)
-    scene = generate_scene("room0", seed=params["scene"]["room0"]["seed"])
+    scene = generate_scene("room0", seed=params["scene"]["room0"]["seed"], rooms=params["scene"]["room0"].get("rooms"))
     camera = camera_from_params(params["render"])
     poses = scene_poses(scene, params, 1.0)[:N_FRAMES]
     lights = resolve_lights(load_condition("baseline", params["lighting"]), scene)

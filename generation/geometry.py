@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiermap.schema import OBB, Scene
+from tiermap.schema import OBB, Scene, SceneObject
 
 _UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
 _BOX_FACES = np.array([
     [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
     [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
 ])
+# Each face as a quad of 4 corners (for per-face texture coordinates): -x, +x, -y, +y, -z, +z.
+_QUADS = np.array([[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]])
+_QUAD_UV = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
 
 
 def box_corners(obb: OBB) -> np.ndarray:
@@ -22,9 +25,38 @@ def box_mesh(obb: OBB) -> tuple[np.ndarray, np.ndarray]:
     return box_corners(obb), _BOX_FACES.copy()
 
 
+def textured_box(obb: OBB) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(vertices (24, 3), triangles (12, 3), uv (24, 2)): each face carries the full texture."""
+    corners = box_corners(obb)
+    v = corners[_QUADS.reshape(-1)]
+    f = np.concatenate([np.array([[0, 1, 2], [0, 2, 3]]) + 4 * k for k in range(6)])
+    # Winding: make every triangle face away from the box centre.
+    tri = v[f]
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    flip = np.sum(n * (tri.mean(1) - np.asarray(obb.center)), axis=1) < 0
+    f[flip] = f[flip][:, ::-1]
+    return v, f, np.tile(_QUAD_UV, (6, 1))
+
+
+def object_parts(o: SceneObject) -> list[OBB]:
+    """The boxes an object is built from."""
+    return o.parts or [o.obb]
+
+
+def object_mesh(o: SceneObject) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One mesh (vertices, triangles, uv) joining all parts of an object."""
+    vs, fs, uvs = [], [], []
+    for part in object_parts(o):
+        v, f, uv = textured_box(part)
+        fs.append(f + sum(len(x) for x in vs))
+        vs.append(v)
+        uvs.append(uv)
+    return np.concatenate(vs), np.concatenate(fs), np.concatenate(uvs)
+
+
 def scene_meshes(scene: Scene) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(object id, vertices, triangles) for every object of the scene."""
-    return [(o.id, *box_mesh(o.obb)) for o in scene.objects]
+    return [(o.id, *object_mesh(o)[:2]) for o in scene.objects]
 
 
 def sample_surface(scene: Scene, density: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

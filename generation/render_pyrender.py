@@ -9,9 +9,9 @@ import os
 
 import numpy as np
 
-from generation.geometry import scene_meshes
-from generation.procedural import object_color
+from generation.geometry import object_mesh
 from generation.render_raycast import RaycastRenderer
+from generation.textures import texture_image
 from tiermap.schema import CameraParams, Light, Scene
 
 # pyrender's point/spot intensities are in candela: scale ours (unit radiance at 1 m) to a similar exposure.
@@ -35,9 +35,19 @@ class PyrenderRenderer(RaycastRenderer):
                                "libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 (make setup) or use --renderer raycast") from None
         self._pr = pyrender
         self.scene = pyrender.Scene(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
-        for oid, v, f in scene_meshes(scene):
-            mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*object_color(scene.seed, oid), 1.0], metallicFactor=0.0, roughnessFactor=0.9)
-            self.scene.add(pyrender.Mesh.from_trimesh(trimesh.Trimesh(v, f, process=False), material=mat, smooth=False))
+        from PIL import Image
+
+        for o in scene.objects:
+            v, f, uv = object_mesh(o)
+            tm = trimesh.Trimesh(v, f, process=False)
+            if o.appearance.texture:
+                img = Image.fromarray(texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text))
+                tm.visual = trimesh.visual.TextureVisuals(uv=uv, image=img)
+                mat = pyrender.MetallicRoughnessMaterial(baseColorTexture=pyrender.Texture(source=img, source_channels="RGB"),
+                                                         metallicFactor=0.0, roughnessFactor=0.9)
+            else:
+                mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*o.appearance.color, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
+            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False))
         self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx, camera.cy, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}
         try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import open3d as o3d
 
-from generation.geometry import scene_meshes
-from generation.procedural import object_color
+from generation.geometry import object_mesh
+from generation.textures import texture_image
 from tiermap.schema import CameraParams, Light, Scene
 
 
@@ -21,15 +21,21 @@ class RaycastRenderer:
     def __init__(self, scene: Scene, camera: CameraParams) -> None:
         self.camera = camera
         self.rc = o3d.t.geometry.RaycastingScene()
-        geom_to_obj = []
-        for oid, v, f in scene_meshes(scene):
+        geom_to_obj, colors = [], []
+        self.textures: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # geometry index -> (triangle uvs, image)
+        for gid, o in enumerate(scene.objects):
+            v, f, uv = object_mesh(o)
             mesh = o3d.t.geometry.TriangleMesh()
             mesh.vertex.positions = o3d.core.Tensor(v.astype(np.float32))
             mesh.triangle.indices = o3d.core.Tensor(f.astype(np.int32))
             self.rc.add_triangles(mesh)
-            geom_to_obj.append(oid)
+            geom_to_obj.append(o.id)
+            colors.append(o.appearance.color)
+            if o.appearance.texture:
+                img = texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text)
+                self.textures[gid] = (uv[f].astype(np.float32), img.astype(np.float32) / 255)
         self.geom_to_obj = np.asarray(geom_to_obj + [0], dtype=np.uint16)  # last slot: misses
-        self.albedo = np.stack([object_color(scene.seed, int(i)) for i in geom_to_obj] + [np.zeros(3)]).astype(np.float32)
+        self.albedo = np.asarray(colors + [[0.0, 0.0, 0.0]], dtype=np.float32)
         K = camera.K()
         u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
         self.dirs_cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)
@@ -49,7 +55,24 @@ class RaycastRenderer:
         flip = np.sum(normals * d, -1) > 0
         normals[flip] *= -1
         return {"depth": np.where(hit, t_hit, 0.0), "ids": self.geom_to_obj[gid], "gid": gid, "hit": hit,
-                "points": t[None, None] + d * np.where(hit, t_hit, 0)[..., None], "normals": normals}
+                "points": t[None, None] + d * np.where(hit, t_hit, 0)[..., None], "normals": normals,
+                "prim": ans["primitive_ids"].numpy().astype(np.int64), "bary": ans["primitive_uvs"].numpy()}
+
+    def albedo_image(self, g: dict[str, np.ndarray]) -> np.ndarray:
+        """Per-pixel base colour: the object's colour, or its texture sampled at the hit's UV."""
+        alb = self.albedo[g["gid"]]
+        for gid, (tri_uv, img) in self.textures.items():
+            m = g["gid"] == gid
+            if not m.any():
+                continue
+            b = g["bary"][m]
+            uv = tri_uv[g["prim"][m]]
+            p = (1 - b[:, :1] - b[:, 1:]) * uv[:, 0] + b[:, :1] * uv[:, 1] + b[:, 1:] * uv[:, 2]
+            h, w = img.shape[:2]
+            px = np.clip((p[:, 0] * w).astype(int), 0, w - 1)
+            py = np.clip(((1 - p[:, 1]) * h).astype(int), 0, h - 1)
+            alb[m] = img[py, px]
+        return alb
 
     def shade(self, g: dict[str, np.ndarray], pose: np.ndarray, lights: list[Light], progress: float) -> np.ndarray:
         """uint8 RGB image of the cast geometry under the lights that are on at this path progress."""
@@ -78,7 +101,7 @@ class RaycastRenderer:
                 shadow[hit] = (t >= dist[hit] - 2e-3).astype(np.float32)
                 lambert *= shadow
             light += lambert[..., None] * col
-        rgb = self.albedo[g["gid"]] * light
+        rgb = self.albedo_image(g) * light
         rgb[~hit] = 0
         return (np.clip(rgb, 0, 1) ** (1 / 2.2) * 255 + 0.5).astype(np.uint8)
 

@@ -7,7 +7,6 @@ import numpy as np
 from PIL import Image
 
 from generation.geometry import box_corners, sample_surface
-from generation.procedural import object_color
 from tiermap import atomic, schema
 
 GT_CLOUD = "gt_cloud.ply"
@@ -50,7 +49,8 @@ def build_scene_gt(scene_json: Path, reference_sequence: Path, out_dir: Path, de
     """Write gt_cloud.ply, objects.json and visibility.json for one scene; return counts."""
     scene = schema.read_scene(scene_json)
     points, ids = sample_surface(scene, density=density, seed=scene.seed)
-    colors = np.stack([object_color(scene.seed, int(i)) for i in ids]) * 255
+    palette = {o.id: np.asarray(o.appearance.color) for o in scene.objects}
+    colors = np.stack([palette[int(i)] for i in ids]) * 255
     vis = visibility(reference_sequence, min_pixels)
     out_dir.mkdir(parents=True, exist_ok=True)
     schema.write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors.astype(np.uint8))

@@ -22,14 +22,33 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
     assert a == b and a != c
 
 
+def test_library_rooms_and_depictions() -> None:
+    from generation.library import LIBRARY, ROOM_KINDS
+
+    assert len(LIBRARY) >= 30 and {"living room", "bedroom", "office", "kitchen", "meeting room"} <= set(ROOM_KINDS)
+    sc = generate_scene("r", 5, ["bedroom", "kitchen", "meeting room"])
+    classes = {o.class_name for o in sc.objects}
+    assert {"door", "window", "bed", "fridge", "meeting table"} <= classes and len(sc.rooms) == 3
+    textured = [o for o in sc.objects if o.appearance.texture]
+    assert textured and all(set(o.lexicon.depictions) & {o.appearance.texture, o.appearance.text} for o in textured)
+    assert any(len(o.parts) > 1 for o in sc.objects)  # parametric multi-part furniture
+    with pytest.raises(ValueError, match="unknown room kind 'garage'"):
+        generate_scene("r", 5, ["garage"])
+
+
 def test_supported_objects_rest_on_their_hosts() -> None:
-    sc = generate_scene("r", 3)
+    from generation.library import TOPS
+
+    sc = generate_scene("r", 3, ["office", "kitchen", "living room"])
+    checked = 0
     for o in sc.objects:
-        if o.parent is None or o.class_name == "book":
+        if o.parent is None or sc.object(o.parent).class_name not in TOPS:
             continue
+        checked += 1
         host = sc.object(o.parent)
         bottom = o.obb.center[2] - o.obb.extent[2] / 2
         assert bottom == pytest.approx(host.obb.center[2] + host.obb.extent[2] / 2, abs=1e-3), o.class_name
+    assert checked >= 3
 
 
 def test_pose_sampling_speeds() -> None:

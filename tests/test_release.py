@@ -42,21 +42,23 @@ def test_release_round_trip(pipeline_repo: Path, tmp_path: Path) -> None:
     notes1 = (repo / "datasets/demo/RELEASE.md").read_text()
     assert "first release" in notes1 and "| synonyms |" in notes1 and "gt/room0/gt_categories.json" in notes1
 
-    # An annotator renames the mug: a new labels table, re-aggregated GT, release 0.2.0.
+    # An annotator renames one object's synonym: a new labels table, re-aggregated GT, release 0.2.0.
     labels_path = repo / "datasets/demo/labels/labels.parquet"
     df = pd.read_parquet(labels_path)
-    mug = df[df["label"] == "mug"].iloc[0]
-    df.loc[df["label"] == "mug", ["label", "raw_label"]] = "coffee mug"
+    mug = df[(df["category"] == "synonyms") & ~df["label"].isin(["wall", "floor", "ceiling"])].iloc[0]
+    old_label, new_label = mug["label"], "shiny " + mug["label"]
+    change = (df["object_id"] == mug["object_id"]) & (df["label"] == old_label)
+    df.loc[change, ["label", "raw_label"]] = new_label
     df.to_parquet(labels_path, index=False)
     run([DVC, "add", "-q", str(labels_path)], repo)
     run([DVC, "repro"], repo)
     run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-q", "-m", "relabel mug"], repo)
+    run(["git", "commit", "-q", "-m", "relabel"], repo)
     run([TIERMAP, "release", "0.2.0", "--dataset", "demo"], repo)
     notes2 = (repo / "datasets/demo/RELEASE.md").read_text()
     assert "Changes since v0.1.0" in notes2
     row = next(ln for ln in notes2.splitlines() if ln.startswith(f"| room0/{mug['object_id']} | synonyms"))
-    assert "coffee mug" in row.split("|")[3] and "mug" in row.split("|")[4]
+    assert new_label in row.split("|")[3] and old_label in row.split("|")[4]
     v2 = gt_bytes(gt)
     assert v1 != v2
 
@@ -71,7 +73,7 @@ def test_release_round_trip(pipeline_repo: Path, tmp_path: Path) -> None:
     assert gt_bytes(out) == v2
     cats = json.loads((out / "room0/gt_categories.json").read_text())
     syn = {s["object_id"]: s["labels"]["image_attributes"]["synonyms"] for s in cats["dataset"]["samples"]}
-    assert "coffee mug" in syn[int(mug["object_id"])]
+    assert new_label in syn[int(mug["object_id"])] and old_label not in syn[int(mug["object_id"])]
 
 
 def assert_refused(repo: Path, remote: Path, args: list[str], needle: str) -> None:

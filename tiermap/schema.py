@@ -69,13 +69,26 @@ class Lexicon(Model):
     vis_sim: list[str] = []
 
 
+class Appearance(Model):
+    """Base colour and an optional procedural texture (a pattern, a motif, or `words` with `text`)."""
+
+    color: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=3, max_length=3)] = [0.6, 0.6, 0.6]
+    texture: str | None = None
+    text: str | None = None
+
+
 class SceneObject(Model):
-    """One object of a scene; `id` is the instance id written to instance images (uint16, 0 = none)."""
+    """One object of a scene; `id` is the instance id written to instance images (uint16, 0 = none).
+
+    `parts` are world-space boxes the object is built from (none: the OBB itself is the geometry).
+    """
 
     id: Annotated[int, Field(ge=1, le=65535)]
     class_name: Annotated[str, Field(min_length=1)]
     mesh: str | None = None
     obb: OBB
+    parts: list[OBB] = []
+    appearance: Appearance = Appearance()
     lexicon: Lexicon = Lexicon()
     room: str | None = None
     parent: int | None = None

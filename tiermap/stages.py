@@ -35,7 +35,7 @@ def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> P
     spec = (params.get("scene") or {}).get(scene)
     if spec is None:
         raise schema.SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed")
-    sc = generate_scene(scene, seed=int(spec["seed"]), kinds=spec.get("kinds"))
+    sc = generate_scene(scene, seed=int(spec["seed"]), rooms=spec.get("rooms"))
     with atomic_dir(ds.scene_dir(scene)) as tmp:
         schema.write_model(sc, tmp / "scene.json")
     return ds.scene_dir(scene) / "scene.json"
