@@ -45,7 +45,7 @@ def topdown_map(scene: schema.Scene, traj: np.ndarray, out: Path) -> Path:
         if o.class_name in ("floor", "ceiling"):
             continue
         c = box_corners(o.obb)
-        top = c[[0, 2, 6, 4, 0]][:, :2] if o.class_name != "wall" else c[[0, 2, 6, 4, 0]][:, :2]
+        top = c[[0, 2, 6, 4, 0]][:, :2]
         ax.plot(top[:, 0], top[:, 1], lw=1, color="0.3" if o.class_name == "wall" else "tab:blue")
         if o.class_name != "wall":
             ax.text(*np.asarray(o.obb.center)[:2], f"{o.class_name} {o.id}", fontsize=6, ha="center")
