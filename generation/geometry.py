@@ -6,10 +6,6 @@ import numpy as np
 from tiermap.schema import OBB, Scene, SceneObject
 
 _UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
-_BOX_FACES = np.array([
-    [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-    [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
-])
 # Each face as a quad of 4 corners (for per-face texture coordinates): -x, +x, -y, +y, -z, +z.
 _QUADS = np.array([[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]])
 _QUAD_UV = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
@@ -18,11 +14,6 @@ _QUAD_UV = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
 def box_corners(obb: OBB) -> np.ndarray:
     """The 8 world corners of an oriented box."""
     return np.asarray(obb.center) + (_UNIT_CORNERS * np.asarray(obb.extent)) @ np.asarray(obb.R).T
-
-
-def box_mesh(obb: OBB) -> tuple[np.ndarray, np.ndarray]:
-    """(vertices (8, 3), triangles (12, 3)) of an oriented box with outward winding."""
-    return box_corners(obb), _BOX_FACES.copy()
 
 
 def textured_box(obb: OBB) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

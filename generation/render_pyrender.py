@@ -23,6 +23,7 @@ class PyrenderRenderer(RaycastRenderer):
     """pyrender RGB (Mesa EGL, CPU) with ray-cast depth and instance ids."""
 
     name = "pyrender-egl"
+    shades_with_rays = False  # pyrender shades; rays only give depth and ids
 
     def __init__(self, scene: Scene, camera: CameraParams) -> None:
         super().__init__(scene, camera)
@@ -87,8 +88,11 @@ class PyrenderRenderer(RaycastRenderer):
                 T[:3, 3] = L.position
                 self.scene.set_pose(node, T)
         self.scene.ambient_light = ambient
-        flags = self._pr.RenderFlags.SHADOWS_SPOT
-        rgb, _ = self.renderer.render(self.scene, flags=flags)
+        F = self._pr.RenderFlags
+        spot_on = any(L.type == "spot" and L.is_on(progress) for L in lights)
+        # RGBA skips pyrender's depth read-back (depth comes from the ray caster); shadow maps only when a spot is on.
+        out = self.renderer.render(self.scene, flags=F.RGBA | (F.SHADOWS_SPOT if spot_on else F.NONE))
+        rgb = out[0] if isinstance(out, tuple) else out
         return np.ascontiguousarray(rgb[..., :3])
 
     def close(self) -> None:

@@ -17,13 +17,14 @@ class RaycastRenderer:
     """Renders RGB, metric depth and uint16 instance ids for camera-to-world poses (OpenCV axes)."""
 
     name = "open3d-raycast"
+    shades_with_rays = True
 
     def __init__(self, scene: Scene, camera: CameraParams) -> None:
         self.camera = camera
         self.rc = o3d.t.geometry.RaycastingScene()
-        geom_to_obj, colors = [], []
-        self.textures: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # geometry index -> (triangle uvs, image)
-        for gid, o in enumerate(scene.objects):
+        geom_to_obj, colors, tri_uvs, images = [], [], [], []
+        tex_of_geom = []  # texture index per geometry, -1 = plain colour
+        for o in scene.objects:
             v, f, uv = object_mesh(o)
             mesh = o3d.t.geometry.TriangleMesh()
             mesh.vertex.positions = o3d.core.Tensor(v.astype(np.float32))
@@ -31,11 +32,19 @@ class RaycastRenderer:
             self.rc.add_triangles(mesh)
             geom_to_obj.append(o.id)
             colors.append(o.appearance.color)
+            tri_uvs.append(uv[f].astype(np.float32))
             if o.appearance.texture:
-                img = texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text)
-                self.textures[gid] = (uv[f].astype(np.float32), img.astype(np.float32) / 255)
+                tex_of_geom.append(len(images))
+                images.append(texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text).astype(np.float32) / 255)
+            else:
+                tex_of_geom.append(-1)
         self.geom_to_obj = np.asarray(geom_to_obj + [0], dtype=np.uint16)  # last slot: misses
         self.albedo = np.asarray(colors + [[0.0, 0.0, 0.0]], dtype=np.float32)
+        # All textures share one size, so one stacked lookup serves every textured pixel of a frame.
+        self.tex_of_geom = np.asarray(tex_of_geom + [-1], dtype=np.int64)
+        self.images = np.stack(images) if images else np.zeros((0, 1, 1, 3), np.float32)
+        self.tri_uv_offset = np.concatenate([[0], np.cumsum([len(t) for t in tri_uvs])])
+        self.tri_uvs = np.concatenate(tri_uvs) if tri_uvs else np.zeros((0, 3, 2), np.float32)
         K = camera.K()
         u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
         self.dirs_cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)
@@ -50,28 +59,29 @@ class RaycastRenderer:
         hit = np.isfinite(t_hit)
         gid = ans["geometry_ids"].numpy().astype(np.int64)
         gid[~hit] = len(self.geom_to_obj) - 1
+        out = {"depth": np.where(hit, t_hit, 0.0), "ids": self.geom_to_obj[gid], "gid": gid, "hit": hit}
+        if not self.shades_with_rays:
+            return out
         normals = ans["primitive_normals"].numpy()
         # Face the normal towards the camera (box winding is outward, but be safe for any mesh).
         flip = np.sum(normals * d, -1) > 0
         normals[flip] *= -1
-        return {"depth": np.where(hit, t_hit, 0.0), "ids": self.geom_to_obj[gid], "gid": gid, "hit": hit,
-                "points": t[None, None] + d * np.where(hit, t_hit, 0)[..., None], "normals": normals,
+        return {**out, "points": t[None, None] + d * np.where(hit, t_hit, 0)[..., None], "normals": normals,
                 "prim": ans["primitive_ids"].numpy().astype(np.int64), "bary": ans["primitive_uvs"].numpy()}
 
     def albedo_image(self, g: dict[str, np.ndarray]) -> np.ndarray:
         """Per-pixel base colour: the object's colour, or its texture sampled at the hit's UV."""
         alb = self.albedo[g["gid"]]
-        for gid, (tri_uv, img) in self.textures.items():
-            m = g["gid"] == gid
-            if not m.any():
-                continue
+        tex = self.tex_of_geom[g["gid"]]
+        m = tex >= 0
+        if m.any():
             b = g["bary"][m]
-            uv = tri_uv[g["prim"][m]]
+            uv = self.tri_uvs[self.tri_uv_offset[g["gid"][m]] + g["prim"][m]]
             p = (1 - b[:, :1] - b[:, 1:]) * uv[:, 0] + b[:, :1] * uv[:, 1] + b[:, 1:] * uv[:, 2]
-            h, w = img.shape[:2]
+            h, w = self.images.shape[1:3]
             px = np.clip((p[:, 0] * w).astype(int), 0, w - 1)
             py = np.clip(((1 - p[:, 1]) * h).astype(int), 0, h - 1)
-            alb[m] = img[py, px]
+            alb[m] = self.images[tex[m], py, px]
         return alb
 
     def shade(self, g: dict[str, np.ndarray], pose: np.ndarray, lights: list[Light], progress: float) -> np.ndarray:
