@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from evaluation.cli import baseline_app, eval_app
 from tiermap import schema
 
 app = typer.Typer(help="tiermap: versioned RGB-D datasets, tiered labels and scoring for open-vocabulary 3D scene understanding.",
@@ -17,6 +18,8 @@ generate = typer.Typer(help="Scenes, lighting-varied sequences and scene GT (the
 annotate = typer.Typer(help="Labels: lexicon seeding, aggregation into the official GT files.", no_args_is_help=True)
 app.add_typer(generate, name="generate")
 app.add_typer(annotate, name="annotate")
+app.add_typer(eval_app, name="eval")
+app.add_typer(baseline_app, name="baseline")
 console = Console()
 err_console = Console(stderr=True)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from tiermap import atomic
 
@@ -268,9 +268,11 @@ class BBFormat(BaseModel):
 class BBObject(Model):
     """A GT object: axis-aligned cuboid (centroid, full extent) plus tiermap's oriented box."""
 
+    # BenchBot's own GT template writes `id: ""` and `is_group`; OMQ ignores unknown fields.
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     class_: Annotated[str, Field(alias="class", min_length=1)]
     ID_name: str | None = None
-    id: int | None = None
+    id: int | str | None = None
     centroid: Vec3
     extent: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=3, max_length=3)]
     isgroup: bool = False
@@ -281,7 +283,7 @@ class BBGroundTruth(Model):
     """ground_truth block."""
 
     class_list: Annotated[list[str], Field(min_length=1)]
-    synonyms: dict[str, str]
+    synonyms: dict[str, str] = Field(default_factory=dict)
     objects: list[BBObject]
 
 
@@ -295,10 +297,87 @@ class BenchBotGT(Model):
     @model_validator(mode="after")
     def _known_classes(self) -> BenchBotGT:
         known = set(self.ground_truth.class_list) | set(self.ground_truth.synonyms)
-        bad = sorted({o.class_ for o in self.ground_truth.objects} - known)
+        # OMQ looks names up lowercased (eval_omq input_processor.get_nearest_class_id)
+        bad = sorted({o.class_ for o in self.ground_truth.objects if o.class_ not in known and o.class_.lower() not in known})
         if bad:
             raise ValueError(f"object classes in class_list or synonyms (unknown: {bad[:5]})")
         return self
+
+
+# ---------------------------------------------------------------- BenchBot results (OMQ)
+BB_RESULTS_FORMATS = ("object_map", "object_map_with_states")
+Prob = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class BBTaskDetails(BaseModel):
+    """task_details block; OMQ reads the task name and the results format."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    results_format: Literal["object_map", "object_map_with_states"]
+
+
+class BBProposal(BaseModel):
+    """A proposed object: label distribution over class_list, axis-aligned cuboid, optional [added, removed, unchanged]."""
+
+    model_config = ConfigDict(extra="allow")
+    label_probs: list[Prob]
+    centroid: Vec3
+    extent: Annotated[list[Prob], Field(min_length=3, max_length=3)]
+    state_probs: Annotated[list[Prob], Field(min_length=3, max_length=3)] | None = None
+
+
+class BBObjectMap(BaseModel):
+    """results block: the object map."""
+
+    model_config = ConfigDict(extra="allow")
+    class_list: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    state_list: Annotated[list[str], Field(min_length=1)] | None = None
+    objects: list[BBProposal]
+
+    @field_validator("objects")
+    @classmethod
+    def _one_prob_per_class(cls, v: list[BBProposal], info: ValidationInfo) -> list[BBProposal]:
+        if "class_list" in info.data:
+            n = len(info.data["class_list"])
+            bad = next((i for i, o in enumerate(v) if len(o.label_probs) != n), None)
+            if bad is not None:
+                raise ValueError(f"label_probs with one entry per class_list entry ({n}) in every object "
+                                 f"(object {bad} has {len(v[bad].label_probs)})")
+        return v
+
+
+class BenchBotResults(BaseModel):
+    """A BenchBot results file in format object_map (semantic SLAM) or object_map_with_states (SCD)."""
+
+    model_config = ConfigDict(extra="allow")
+    task_details: BBTaskDetails
+    environment_details: Annotated[list[BBEnvironment], Field(min_length=1)]
+    results: BBObjectMap
+
+    @field_validator("environment_details")
+    @classmethod
+    def _scene_count(cls, v: list[BBEnvironment], info: ValidationInfo) -> list[BBEnvironment]:
+        task = info.data.get("task_details")
+        if task is not None and task.results_format == "object_map_with_states":
+            if len(v) != 2 or v[0].name != v[1].name:
+                raise ValueError(f"two scenes of one environment for object_map_with_states (got {len(v)} entries)")
+        elif task is not None and len(v) != 1:
+            raise ValueError(f"exactly one environment for object_map (got {len(v)})")
+        return v
+
+    @field_validator("results")
+    @classmethod
+    def _states_given(cls, v: BBObjectMap, info: ValidationInfo) -> BBObjectMap:
+        task = info.data.get("task_details")
+        if task is not None and task.results_format == "object_map_with_states":
+            if v.state_list is None:
+                raise ValueError("a state_list (non-empty list of strings) for object_map_with_states")
+            bad = next((i for i, o in enumerate(v.objects) if o.state_probs is None), None)
+            if bad is not None:
+                raise ValueError(f"state_probs [added, removed, unchanged] in every object for object_map_with_states "
+                                 f"(object {bad} has none)")
+        return v
 
 
 # ---------------------------------------------------------------- read / write
@@ -374,6 +453,11 @@ def read_query_mapping(path: Path | str) -> QueryMapping:
 def read_benchbot_gt(path: Path | str) -> BenchBotGT:
     """objects.json (BenchBot ground truth)."""
     return read_model(BenchBotGT, path)
+
+
+def read_benchbot_results(path: Path | str) -> BenchBotResults:
+    """A BenchBot results file (object_map / object_map_with_states)."""
+    return read_model(BenchBotResults, path)
 
 
 def read_traj(path: Path | str) -> np.ndarray:
@@ -454,7 +538,7 @@ def write_gt_cloud(path: Path | str, points: np.ndarray, ids: np.ndarray, colors
 
 
 def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """GT cloud → (points (N, 3) float64, ids (N,) int64): a PLY with an object_id field, or points.npy + ids.npy."""
+    """GT cloud → (points (N, 3) float64, ids (N,) int64): a PLY/PCD with an object_id field, or points.npy + ids.npy."""
     path = Path(path)
     if not path.is_file():
         raise SchemaError(path, "<file>", "an existing file")
@@ -464,6 +548,15 @@ def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple
             raise SchemaError(path, "points", "an array of shape (N, 3)", points.shape)
         if ids.shape != (len(points),):
             raise SchemaError(ids_path, "ids", f"shape ({len(points)},)", ids.shape)
+    elif path.suffix.lower() == ".pcd":
+        import open3d as o3d
+
+        pc = o3d.t.io.read_point_cloud(str(path))
+        if "positions" not in pc.point:
+            raise SchemaError(path, "positions", "a PCD file with x, y, z fields")
+        if "object_id" not in pc.point:
+            raise SchemaError(path, "object_id", "a per-point object_id field (or pass points.npy ids.npy)", sorted(pc.point))
+        points, ids = pc.point.positions.numpy(), pc.point["object_id"].numpy().reshape(-1)
     else:
         from plyfile import PlyData
 
@@ -598,3 +691,143 @@ GT_READERS = {
     "gt_categories_query_to_object_mapping_all.json": read_query_mapping,
     "objects.json": read_benchbot_gt,
 }
+
+
+# ---------------------------------------------------------------- predictions (official OpenLex3D layout)
+POINT_CLOUD_SUFFIXES = (".pcd", ".ply")
+
+
+def read_point_positions(path: Path | str) -> np.ndarray:
+    """Positions of a PCD/PLY point cloud as stored (float32 stays float32), shape (N, 3)."""
+    import open3d as o3d
+
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing point cloud file")
+    pc = o3d.t.io.read_point_cloud(str(path))
+    if "positions" not in pc.point or pc.point.positions.shape[0] == 0:
+        raise SchemaError(path, "positions", "a non-empty point cloud (PCD or PLY with x, y, z)")
+    pts = pc.point.positions.numpy()
+    if not np.isfinite(pts).all():
+        raise SchemaError(path, "positions", "finite coordinates (found NaN/inf)")
+    return pts
+
+
+def find_prediction_cloud(folder: Path | str) -> Path:
+    """The prediction cloud of a folder: point_cloud.pcd|ply, input.ply, else the only *.pcd/*.ply."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SchemaError(folder, "<folder>", "an existing predictions folder (point_cloud.pcd|ply, embeddings.npy, index.npy)")
+    for name in ("point_cloud.pcd", "point_cloud.ply", "input.ply"):
+        if (folder / name).is_file():
+            return folder / name
+    found = sorted(p for p in folder.iterdir() if p.suffix in POINT_CLOUD_SUFFIXES)
+    if len(found) != 1:
+        raise SchemaError(folder, "point_cloud.pcd", "one point cloud file (point_cloud.pcd or .ply)", [p.name for p in found])
+    return found[0]
+
+
+def check_features(path: Path | str, field: str, feats: np.ndarray) -> np.ndarray:
+    """A finite (rows, D) float feature matrix, or a SchemaError naming the file."""
+    if feats.ndim != 2 or feats.shape[1] == 0:
+        raise SchemaError(path, field, "a 2-D array (rows, feature dimension)", feats.shape)
+    if not np.issubdtype(feats.dtype, np.floating):
+        raise SchemaError(path, field, "floating-point features", str(feats.dtype))
+    bad = ~np.isfinite(feats).all(axis=1)
+    if bad.any():
+        raise SchemaError(path, field, "finite features (no NaN/inf)", f"{int(bad.sum())} bad rows, first row {int(np.flatnonzero(bad)[0])}")
+    return feats
+
+
+class Predictions:
+    """A method's output in the official layout: points (M, 3), embeddings (K, D), index (M,) point → row."""
+
+    def __init__(self, folder: Path, cloud: Path, points: np.ndarray, embeddings: np.ndarray, index: np.ndarray) -> None:
+        self.folder, self.cloud, self.points, self.embeddings, self.index = folder, cloud, points, embeddings, index
+
+    @property
+    def assigned(self) -> np.ndarray:
+        """Mask of points with an embedding row (index ≥ 0)."""
+        return self.index >= 0
+
+
+def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predictions:
+    """point_cloud.pcd|ply + embeddings.npy + index.npy, checked: index length, range, finite features."""
+    folder = Path(folder)
+    cloud = find_prediction_cloud(folder)
+    points = read_point_positions(cloud)
+    for name in ("embeddings.npy", "index.npy"):
+        if not (folder / name).is_file():
+            raise SchemaError(folder / name, "<file>", "an existing file (official OpenLex3D predictions layout)")
+    try:
+        emb = np.load(folder / "embeddings.npy", allow_pickle=False)
+        index = np.load(folder / "index.npy", allow_pickle=False)
+    except ValueError as err:
+        raise SchemaError(folder, "embeddings.npy/index.npy", f"plain numpy arrays ({err})") from None
+    check_features(folder / "embeddings.npy", "embeddings", emb)
+    ipath = folder / "index.npy"
+    if index.ndim != 1 or index.shape[0] != len(points):
+        raise SchemaError(ipath, "index", f"shape ({len(points)},), one row per point of {cloud.name}", index.shape)
+    if not np.issubdtype(index.dtype, np.integer):
+        raise SchemaError(ipath, "index", "integer rows of embeddings.npy", str(index.dtype))
+    low = -1 if allow_unassigned else 0
+    bad = (index < low) | (index >= len(emb))
+    if bad.any():
+        v = int(index[np.flatnonzero(bad)[0]])
+        # The official code silently reads index -1 as the last embedding row; refuse instead of scoring it.
+        raise SchemaError(ipath, "index", f"rows in [{low}, {len(emb) - 1}] of embeddings.npy" + (" (-1 = no embedding)" if low < 0 else ""),
+                          f"{int(bad.sum())} bad values, e.g. {v}")
+    return Predictions(folder, cloud, points, emb, index.astype(np.int64))
+
+
+def write_predictions(folder: Path | str, points: np.ndarray, embeddings: np.ndarray, index: np.ndarray,
+                      colors: np.ndarray | None = None) -> Path:
+    """Write predictions in the official layout (binary PLY point_cloud.ply, embeddings.npy, index.npy) atomically."""
+    import io
+
+    from plyfile import PlyData, PlyElement
+
+    folder = Path(folder)
+    points = np.asarray(points, dtype=np.float32)
+    colors = np.full((len(points), 3), 128, np.uint8) if colors is None else np.asarray(colors, np.uint8)
+    arr = np.empty(len(points), dtype=[("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")])
+    arr["x"], arr["y"], arr["z"] = points.T
+    arr["red"], arr["green"], arr["blue"] = colors.T
+    with atomic.atomic_dir(folder) as tmp:
+        buf = io.BytesIO()
+        PlyData([PlyElement.describe(arr, "vertex")]).write(buf)
+        (tmp / "point_cloud.ply").write_bytes(buf.getvalue())
+        np.save(tmp / "embeddings.npy", np.asarray(embeddings, dtype=np.float32))
+        np.save(tmp / "index.npy", np.asarray(index, dtype=np.int64))
+    return folder
+
+
+def read_text_features(path: Path | str) -> dict[str, np.ndarray]:
+    """Precomputed text features: an .npz with `texts` (P,) strings and `feats` (P, D) floats → {text: feature}."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing .npz file with arrays 'texts' and 'feats'")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as err:
+        raise SchemaError(path, "<file>", f"a numpy .npz archive ({type(err).__name__})") from None
+    for key in ("texts", "feats"):
+        if key not in arrays:
+            raise SchemaError(path, key, "an array named 'texts' (P,) and one named 'feats' (P, D)", sorted(arrays))
+    texts, feats = arrays["texts"], arrays["feats"]
+    if texts.ndim != 1 or texts.dtype.kind not in "US":
+        raise SchemaError(path, "texts", "a 1-D array of strings", f"{texts.dtype} {texts.shape}")
+    check_features(path, "feats", feats)
+    if len(texts) != len(feats):
+        raise SchemaError(path, "feats", f"one row per text ({len(texts)})", feats.shape)
+    return {str(t): feats[i] for i, t in enumerate(texts)}
+
+
+def write_text_features(path: Path | str, texts: list[str], feats: np.ndarray) -> Path:
+    """Write an .npz of text features (`texts`, `feats`) atomically."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, texts=np.asarray(texts, dtype=str), feats=np.asarray(feats, dtype=np.float32))
+    return atomic.write_bytes(path, buf.getvalue())

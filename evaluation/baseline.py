@@ -1,0 +1,157 @@
+"""Caption baseline: per-object points fused from RGB-D + instance masks, one caption per object, text-embedded.
+
+It writes predictions in the official OpenLex3D layout (object-centric: one embedding row per object). Its
+segmentation comes from the sequence's instance images, so it measures only the language side; with `oracle`
+captions (the GT class names) it is an upper bound on that side, and reports say so.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
+from evaluation.layout import read_class_map
+from tiermap import atomic, schema
+
+FUSE_VOXEL = 0.02
+ORACLE_NOTE = "oracle captions: each object is captioned with its GT class name (an upper bound on the language side)"
+
+
+def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
+    """Back-project every `stride`-th frame's instance pixels → (points, object ids, colours, best view per object).
+
+    Points are merged per object on a `voxel` grid (mean position and colour). The best view of an object is the frame
+    where it covers the most pixels: (frame index, pixel count).
+    """
+    cam = schema.read_camera(sequence / "camera_params.json")
+    poses = schema.read_traj(sequence / "traj.txt")
+    K_inv = np.linalg.inv(cam.K())
+    v, u = np.mgrid[0:cam.h, 0:cam.w]
+    rays = (np.stack([u.ravel(), v.ravel(), np.ones(u.size)], 1) @ K_inv.T).astype(np.float32)
+    pts, ids, cols = [], [], []
+    best: dict[int, tuple[int, int]] = {}
+    for f in range(0, len(poses), max(stride, 1)):
+        inst_path = sequence / "instance" / f"{f:06d}.png"
+        depth_path = sequence / "results" / f"depth{f:06d}.png"
+        for p in (inst_path, depth_path):
+            if not p.is_file():
+                raise schema.SchemaError(p, "<file>", f"frame {f} of the sequence (traj.txt has {len(poses)} poses)")
+        inst = np.asarray(Image.open(inst_path)).ravel().astype(np.int64)
+        depth = np.asarray(Image.open(depth_path)).ravel().astype(np.float32) / cam.depth_scale
+        rgb = np.asarray(Image.open(_rgb_path(sequence, f)).convert("RGB")).reshape(-1, 3)
+        ok = (inst > 0) & (depth > 0)
+        T = poses[f]
+        cam_pts = rays[ok] * depth[ok, None]
+        pts.append(cam_pts @ T[:3, :3].T.astype(np.float32) + T[:3, 3].astype(np.float32))
+        ids.append(inst[ok])
+        cols.append(rgb[ok])
+        uniq, counts = np.unique(inst[ok], return_counts=True)
+        for i, c in zip(uniq.tolist(), counts.tolist(), strict=True):
+            if c > best.get(i, (-1, 0))[1]:
+                best[i] = (f, c)
+    if not pts or not sum(len(p) for p in pts):
+        raise schema.SchemaError(sequence / "instance", "<pixels>", "frames with labelled pixels (instance id > 0)")
+    P, I, C = np.concatenate(pts), np.concatenate(ids), np.concatenate(cols).astype(np.float64)
+    key = np.concatenate([np.floor(P / voxel).astype(np.int64), I[:, None]], axis=1)
+    _, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    mean = lambda a: np.stack([np.bincount(inv, a[:, k]) for k in range(a.shape[1])], 1) / counts[:, None]  # noqa: E731
+    first = np.zeros(len(counts), dtype=np.int64)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    return mean(P.astype(np.float64)).astype(np.float32), I[first], mean(C).round().astype(np.uint8), best
+
+
+def _rgb_path(sequence: Path, f: int) -> Path:
+    for ext in ("png", "jpg"):
+        p = sequence / "results" / f"frame{f:06d}.{ext}"
+        if p.is_file():
+            return p
+    raise schema.SchemaError(sequence / "results" / f"frame{f:06d}.png", "<file>", f"the RGB image of frame {f}")
+
+
+def crop(sequence: Path, frame: int, object_id: int, pad: int = 8) -> bytes:
+    """PNG bytes of the object's padded bounding box in one frame."""
+    inst = np.asarray(Image.open(sequence / "instance" / f"{frame:06d}.png"))
+    ys, xs = np.nonzero(inst == object_id)
+    img = Image.open(_rgb_path(sequence, frame)).convert("RGB")
+    box = (max(xs.min() - pad, 0), max(ys.min() - pad, 0), min(xs.max() + pad + 1, img.width), min(ys.max() + pad + 1, img.height))
+    buf = io.BytesIO()
+    img.crop(tuple(int(b) for b in box)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str, cache: Path) -> dict[int, str]:
+    """One short caption per object from Gemini (image bytes + JSON schema); cached per object so re-runs are free."""
+    from google import genai
+    from google.genai import types
+    from pydantic import BaseModel
+
+    class Caption(BaseModel):
+        caption: str
+
+    done = {int(k): v for k, v in json.loads(cache.read_text()).items()} if cache.is_file() else {}
+    key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+    if not key and len(done) < len(best):
+        raise schema.SchemaError("GEMINI_API_KEY", "<env>", "a Gemini API key in the environment for --captions gemini")
+    client = genai.Client(api_key=key, http_options=types.HttpOptions(
+        base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL"),
+        retry_options=types.HttpRetryOptions(attempts=5, initial_delay=0.5, max_delay=8.0))) if len(done) < len(best) else None
+    for oid, (frame, _) in sorted(best.items()):
+        if oid in done:
+            continue
+        resp = client.models.generate_content(
+            model=model,
+            contents=[types.Part.from_bytes(data=crop(sequence, frame, oid), mime_type="image/png"),
+                      "Name the main object in this image in 1-4 words, as a person would call it."],
+            config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=Caption, temperature=0.0))
+        if resp.parsed is None or not resp.parsed.caption.strip():
+            raise schema.SchemaError(f"gemini:{model}", f"object {oid}", "a JSON answer {\"caption\": ...}", resp.text)
+        done[oid] = resp.parsed.caption.strip().lower()
+        atomic.write_text(cache, json.dumps({str(k): v for k, v in sorted(done.items())}, indent=1))
+    return {oid: done[oid] for oid in best}
+
+
+def make_text_encoder(encoder: str, clip_pretrained: str | None = None) -> TextEncoder:
+    """minilm (real weights, offline) or an open_clip model name."""
+    return MiniLMEncoder() if encoder.lower() == "minilm" else ClipEncoder(encoder, clip_pretrained)
+
+
+def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = None, captions: str = "oracle",
+                     encoder: str = "minilm", clip_pretrained: str | None = None, prompt_list: Path | None = None,
+                     queries: list[Path] | None = None, stride: int = 2, gemini_model: str = "gemini-2.5-flash") -> dict:
+    """Write the baseline's predictions (and text_features.npz for the prompts and queries) into `out`."""
+    if captions not in {"oracle", "gemini"}:
+        raise schema.SchemaError("--captions", captions, "oracle or gemini")
+    points, ids, colors, best = fuse_objects(sequence, stride)
+    objects = sorted(best)
+    if captions == "oracle":
+        if gt_classes is None:
+            raise schema.SchemaError("--gt-classes", "<missing>", "objects.json (the GT class names) for oracle captions")
+        classes = read_class_map(gt_classes)
+        unknown = [o for o in objects if o not in classes]
+        if unknown:
+            raise schema.SchemaError(gt_classes, "ground_truth.objects.id", "every object id seen in the sequence", unknown[:5])
+        text = {o: classes[o] for o in objects}
+    else:
+        text = gemini_captions(sequence, best, gemini_model, out.parent / f".{out.name}.captions.json")
+    enc = make_text_encoder(encoder, clip_pretrained)
+    emb = enc([text[o] for o in objects])
+    index = np.searchsorted(np.asarray(objects), ids)
+    schema.write_predictions(out, points, emb, index, colors)
+    info = {"method": f"caption-{captions}", "captions": captions, "encoder": getattr(enc, "name", encoder),
+            "note": ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}"}
+    atomic.write_text(out / "captions.json", json.dumps({str(o): text[o] for o in objects}, indent=1))
+    atomic.write_text(out / "method.json", json.dumps(info, indent=1))
+    texts: list[str] = schema.read_prompt_list(prompt_list) if prompt_list else []
+    for q in queries or []:
+        m = schema.read_query_mapping(q)
+        texts += [t for level in (m.level0, m.level1) if level for t in level]
+    if texts:
+        uniq = list(dict.fromkeys(texts))
+        schema.write_text_features(out / "text_features.npz", uniq, enc(uniq))
+    return {**info, "objects": len(objects), "points": int(len(points))}

@@ -1,0 +1,189 @@
+"""Where the inputs of each evaluation live: one scene from explicit files, or every scene of a released GT folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.text_features import TextEncoder
+from tiermap import schema
+
+GT_CLOUD_NAMES = ("gt_cloud.ply", "gt_cloud.pcd", "gt_points.npy")
+QUERY_FILE = "gt_categories_query_to_object_mapping_{}.json"
+LEVELS = {"l0": ("level0",), "l1": ("level1",), "all": ("level0", "level1")}
+
+
+def gt_scene_folders(gt_dir: Path, scenes: list[str] | None = None) -> list[Path]:
+    """Scene folders of a released GT folder (those holding gt_categories.json), optionally a chosen subset."""
+    if not gt_dir.is_dir():
+        raise schema.SchemaError(gt_dir, "<folder>", "a GT folder with one sub-folder per scene")
+    found = sorted(p for p in gt_dir.iterdir() if (p / "gt_categories.json").is_file())
+    if scenes:
+        known = {p.name: p for p in found}
+        unknown = [s for s in scenes if s not in known]
+        if unknown:
+            raise schema.SchemaError(gt_dir, "--scene", f"scenes of this GT folder {sorted(known)}", unknown)
+        found = [known[s] for s in scenes]
+    if not found:
+        raise schema.SchemaError(gt_dir, "gt_categories.json", "at least one scene folder with gt_categories.json")
+    return found
+
+
+def scene_cloud(folder: Path) -> tuple[Path, Path | None]:
+    """The GT cloud of a scene folder: gt_cloud.ply|pcd, or gt_points.npy + gt_ids.npy."""
+    for name in GT_CLOUD_NAMES:
+        if (folder / name).is_file():
+            return folder / name, (folder / "gt_ids.npy" if name.endswith(".npy") else None)
+    raise schema.SchemaError(folder / GT_CLOUD_NAMES[0], "<file>", f"a GT cloud ({', '.join(GT_CLOUD_NAMES)})")
+
+
+def _scene_inputs(predictions: Path, gt_labels: Path | None, gt_cloud: Path | None, gt_ids: Path | None,
+                  gt_dir: Path | None, scenes: list[str] | None) -> list[tuple[str, Path | None, Path, Path | None, Path]]:
+    """(scene, gt_labels, gt_cloud, gt_ids, predictions folder) for every scene to score."""
+    if gt_dir is not None:
+        out = []
+        for folder in gt_scene_folders(gt_dir, scenes):
+            cloud, ids = scene_cloud(folder)
+            pred = predictions / folder.name
+            if not pred.is_dir():
+                raise schema.SchemaError(pred, "<folder>", f"predictions for scene '{folder.name}' (one sub-folder per scene of --gt-dir)")
+            out.append((folder.name, folder / "gt_categories.json", cloud, ids, pred))
+        return out
+    if gt_cloud is None:
+        raise schema.SchemaError("<options>", "--gt-cloud", "--gt-cloud FILE (and --gt-labels), or --gt-dir DIR")
+    name = gt_labels.parent.name if gt_labels is not None else gt_cloud.parent.name
+    return [(name, gt_labels, gt_cloud, gt_ids, predictions)]
+
+
+def segmentation_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path | None, gt_ids: Path | None,
+                        gt_dir: Path | None, scenes: list[str] | None, prompt_list: Path | None,
+                        visible_cloud: Path | None = None) -> tuple[list, list[str], Path]:
+    """Segmentation scenes, the prompt list and its path."""
+    from evaluation.segmentation import load_scene
+
+    prompt_path = prompt_list or (gt_dir / "prompt_list.txt" if gt_dir else None)
+    if prompt_path is None:
+        raise schema.SchemaError("<options>", "--prompt-list", "the dataset's prompt_list.txt")
+    prompts = schema.read_prompt_list(prompt_path)
+    loaded = []
+    for name, labels, cloud, ids, pred in _scene_inputs(predictions, gt_labels, gt_cloud, gt_ids, gt_dir, scenes):
+        if labels is None:
+            raise schema.SchemaError("<options>", "--gt-labels", "the scene's gt_categories.json")
+        loaded.append(load_scene(name, labels, cloud, pred, ids, visible_cloud))
+    return loaded, prompts, prompt_path
+
+
+def retrieval_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path | None, gt_ids: Path | None, queries: Path | None,
+                     gt_dir: Path | None, scenes: list[str] | None, level: str) -> list:
+    """Retrieval scenes with the query levels asked for (l0 → level0, l1 → level1, all → both)."""
+    from evaluation.retrieval import RetrievalScene
+
+    if level not in LEVELS:
+        raise schema.SchemaError("--level", level, "one of l0, l1, all")
+    out = []
+    for name, labels, cloud, ids, pred_dir in _scene_inputs(predictions, gt_labels, gt_cloud, gt_ids, gt_dir, scenes):
+        qpath = queries if gt_dir is None else cloud.parent / QUERY_FILE.format(level)
+        if qpath is None:
+            raise schema.SchemaError("<options>", "--queries", "a query mapping file (gt_categories_query_to_object_mapping_<level>.json)")
+        mapping = schema.read_query_mapping(qpath)
+        levels = {lv: getattr(mapping, lv) for lv in LEVELS[level] if getattr(mapping, lv) is not None}
+        if not levels:
+            raise schema.SchemaError(qpath, LEVELS[level][0], f"the query level asked for by --level {level}")
+        points, obj_ids = schema.read_gt_cloud(cloud, ids)
+        if labels is not None:
+            known = set(schema.read_gt_categories(labels).by_id())
+            bad = sorted({i for q in levels.values() for v in q.values() for i in v} - known)
+            if bad:
+                raise schema.SchemaError(qpath, "object_ids", f"objects of {labels.name}", bad[:5])
+        pred = schema.read_predictions(pred_dir, allow_unassigned=True)
+        out.append(RetrievalScene(name, points, obj_ids, levels, pred.points.astype(np.float64), pred.index, pred.embeddings))
+    return out
+
+
+def read_class_map(path: Path) -> dict[int, str]:
+    """Object id → class name from objects.json (BenchBot GT with ids) or a plain {id: name} JSON."""
+    data = schema.read_json(path)
+    if isinstance(data, dict) and "ground_truth" in data:
+        gt = schema.read_benchbot_gt(path)
+        missing = [o.class_ for o in gt.ground_truth.objects if o.id is None]
+        if missing:
+            raise schema.SchemaError(path, "ground_truth.objects.id", "an id on every object (to map GT cloud ids to classes)")
+        return {int(o.id): o.class_ for o in gt.ground_truth.objects}
+    if isinstance(data, dict):
+        try:
+            return {int(k): str(v) for k, v in data.items()}
+        except ValueError:
+            pass
+    raise schema.SchemaError(path, "<root>", "objects.json in BenchBot form with ids, or a JSON object {id: class name}")
+
+
+def class_labels(obj_ids: np.ndarray, class_map: dict[int, str]) -> tuple[np.ndarray, dict[int, str]]:
+    """Per-point class ids (0 = background: ids without a class) and the class id → name table (1-based, sorted names)."""
+    names = sorted(set(class_map.values()))
+    cid = {n: i + 1 for i, n in enumerate(names)}
+    lut_keys = np.array(sorted(class_map), dtype=np.int64)
+    lut_vals = np.array([cid[class_map[k]] for k in lut_keys], dtype=np.int64)
+    pos = np.clip(np.searchsorted(lut_keys, obj_ids), 0, max(len(lut_keys) - 1, 0))
+    labels = np.where((len(lut_keys) > 0) & (lut_keys[pos] == obj_ids), lut_vals[pos], 0)
+    return labels, {0: "background", **{i: n for n, i in cid.items()}}
+
+
+def condition_folders(predictions: Path, conditions: list[str] | None) -> dict[str, Path]:
+    """{condition: predictions folder}: the folder itself when it holds a cloud, else its sub-folders."""
+    if not predictions.is_dir():
+        raise schema.SchemaError(predictions, "<folder>", "a predictions folder or one sub-folder per condition")
+    if (predictions / "embeddings.npy").is_file() or (predictions / "labels.npy").is_file():
+        return {conditions[0] if conditions else predictions.name: predictions}
+    subs = {p.name: p for p in sorted(predictions.iterdir()) if p.is_dir()}
+    if conditions:
+        unknown = [c for c in conditions if c not in subs]
+        if unknown:
+            raise schema.SchemaError(predictions, "--condition", f"sub-folders of the predictions folder {sorted(subs)}", unknown)
+        subs = {c: subs[c] for c in conditions}
+    if not subs:
+        raise schema.SchemaError(predictions, "<folder>", "predictions (embeddings.npy/labels.npy) or condition sub-folders")
+    return subs
+
+
+def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, predictions: Path, conditions: list[str] | None,
+                encoder: TextEncoder | None, templates: tuple[str, ...]) -> dict[str, dict[str, tuple]]:
+    """{condition: {scene: (gt_points, gt_labels, pred_points, pred_labels)}} for OSMa-Bench scoring.
+
+    A predictions folder holds either per-point class ids (`labels.npy` beside the cloud, ids of the GT class table)
+    or the official layout (embeddings classified against the scene's GT vocabulary with the text encoder).
+    """
+    from evaluation import osma
+
+    class_path = gt_classes or gt_cloud.parent / "objects.json"
+    points, obj_ids = schema.read_gt_cloud(gt_cloud, gt_ids)
+    labels, names = class_labels(obj_ids, read_class_map(class_path))
+    scene = gt_cloud.parent.name
+    out: dict[str, dict[str, tuple]] = {}
+    for cond, folder in condition_folders(predictions, conditions).items():
+        if (folder / "labels.npy").is_file():
+            cloud = schema.find_prediction_cloud(folder)
+            pred_points = schema.read_point_positions(cloud)
+            pred_labels = np.load(folder / "labels.npy")
+            if pred_labels.shape != (len(pred_points),) or not np.issubdtype(pred_labels.dtype, np.integer):
+                raise schema.SchemaError(folder / "labels.npy", "labels", f"integer class ids, shape ({len(pred_points)},)",
+                                         f"{pred_labels.dtype} {pred_labels.shape}")
+        else:
+            if encoder is None:
+                raise schema.SchemaError(folder, "labels.npy", "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
+            pred = schema.read_predictions(folder, allow_unassigned=True)
+            ids, vocab = osma.vocabulary(names, labels)
+            feats = osma.class_text_features(encoder, vocab, templates)
+            pred_points, pred_labels = pred.points, osma.classify(pred.embeddings, pred.index, feats, ids)
+        out[cond] = {scene: (points, labels, np.asarray(pred_points, np.float64), pred_labels)}
+    return out
+
+
+
+def method_info(predictions: Path) -> dict:
+    """method.json written beside predictions by a method (name, note), searched in the folder and its sub-folders."""
+    for p in [predictions / "method.json", *sorted(predictions.glob("*/method.json"))]:
+        if p.is_file():
+            data = schema.read_json(p)
+            if isinstance(data, dict):
+                return {k: str(v) for k, v in data.items() if k in {"method", "note"}}
+    return {}
