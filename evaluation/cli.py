@@ -233,7 +233,7 @@ def eval_osma(
 ) -> None:
     """OSMa-Bench segmentation: mAcc, f-mIoU, mIoU per condition and the change against the baseline condition."""
     from evaluation.layout import osma_inputs
-    from evaluation.osma import evaluate_conditions, plot_relative_change
+    from evaluation.osma import evaluate_conditions
 
     cloud, ids = _gt_cloud_args(gt_cloud)
     need_text = text_features is not None or clip_model is not None
@@ -241,7 +241,7 @@ def eval_osma(
     data = _run(osma_inputs, cloud, ids, gt_classes, predictions, condition, encoder, tuple(template or ("an image of {}",)))
     result = _run(evaluate_conditions, data, aggregate=aggregate, baseline=baseline)
     _named(result, predictions, method)
-    _report(out, result, {"relative_change.png": lambda p: plot_relative_change(result, p)})
+    _report(out, result)
 
 
 @eval_app.command("omq", cls=MultiValueCommand)

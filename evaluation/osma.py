@@ -6,16 +6,13 @@ All metrics are fractions, as in the official `metrics.csv`.
 """
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from tiermap import atomic
 from tiermap.schema import SchemaError
 
 METRICS = ("macc", "fmiou", "miou")
@@ -320,28 +317,3 @@ def evaluate_conditions(
     return {"kind": "osma", "aggregate": aggregate, "baseline": baseline, "conditions": conditions,
             "relative_change": relative}
 
-
-def plot_relative_change(result: dict[str, Any], path: Path) -> Path:
-    """Grouped bar chart (percent) of the relative change per condition and metric, saved to `path`."""
-    from matplotlib.figure import Figure
-
-    rel = result.get("relative_change")
-    if not isinstance(rel, dict):
-        raise SchemaError(str(path), "relative_change", "a result of evaluate_conditions", type(rel).__name__)
-    conds = list(rel)
-    fig = Figure(figsize=(max(4.0, 1.6 * len(conds) + 2), 4), layout="constrained")
-    ax = fig.subplots()
-    width = 0.8 / len(METRICS)
-    x = np.arange(len(conds))
-    labels = {"macc": "mAcc", "fmiou": "f-mIoU", "miou": "mIoU"}
-    for i, m in enumerate(METRICS):
-        vals = [np.nan if (v := rel[c].get(m)) is None else 100 * v for c in conds]
-        ax.bar(x + (i - (len(METRICS) - 1) / 2) * width, vals, width, label=labels[m])
-    ax.axhline(0, color="black", linewidth=1)
-    ax.set_xticks(x, conds)
-    ax.set_ylabel(f"change vs {result.get('baseline', 'baseline')} (%)")
-    ax.set_title(f"OSMa-Bench relative change ({result.get('aggregate', '')})")
-    ax.legend()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    return atomic.write_bytes(Path(path), buf.getvalue())

@@ -109,7 +109,7 @@ class ClipEncoder:
         path = self.cache_dir / f"{digest}.npz"
         if path.is_file():
             table = schema.read_text_features(path)
-            return normalise(np.stack([table[t] for t in texts]))
+            return np.stack([table[t] for t in texts]).astype(np.float32)  # stored normalised
         feats = self._encode(list(texts))
         uniq = dict(zip(texts, feats, strict=True))
         schema.write_text_features(path, list(uniq), np.stack(list(uniq.values())))
