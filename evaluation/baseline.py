@@ -116,6 +116,30 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
     return {oid: done[oid] for oid in best}
 
 
+def benchbot_results(gt_path: Path, objects: list[int], points: np.ndarray, ids: np.ndarray, emb: np.ndarray,
+                     enc: TextEncoder, temperature: float = 0.05) -> dict:
+    """The baseline as a BenchBot object map: each object's axis-aligned box, class probabilities from caption similarity."""
+    gt = schema.read_benchbot_gt(gt_path)
+    classes = gt.ground_truth.class_list
+    named = [c for c in classes if c != "background"]
+    logits = emb @ enc(named).T / temperature
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    order = np.argsort(ids, kind="stable")
+    starts = np.searchsorted(ids[order], objects)
+    ends = np.searchsorted(ids[order], objects, side="right")
+    objs = []
+    for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        pts = points[order[a:b]]
+        lo, hi = pts.min(0).astype(float), pts.max(0).astype(float)
+        full = [float(probs[k, named.index(c)]) if c in named else 0.0 for c in classes]
+        objs.append({"label_probs": [round(v, 6) for v in full], "centroid": ((lo + hi) / 2).round(4).tolist(),
+                     "extent": (hi - lo).round(4).tolist()})
+    return {"task_details": {"name": "semantic_slam:passive:ground_truth", "results_format": "object_map"},
+            "environment_details": [{"name": gt.environment.name, "variant": gt.environment.variant}],
+            "results": {"class_list": classes, "objects": objs}}
+
+
 def make_text_encoder(encoder: str, clip_pretrained: str | None = None) -> TextEncoder:
     """minilm (real weights, offline) or an open_clip model name."""
     return MiniLMEncoder() if encoder.lower() == "minilm" else ClipEncoder(encoder, clip_pretrained)
@@ -147,6 +171,9 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
             "note": ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}"}
     atomic.write_text(out / "captions.json", json.dumps({str(o): text[o] for o in objects}, indent=1))
     atomic.write_text(out / "method.json", json.dumps(info, indent=1))
+    if gt_classes is not None and "ground_truth" in schema.read_json(gt_classes):
+        bb = benchbot_results(gt_classes, objects, points, ids, emb, enc)
+        atomic.write_text(out / "benchbot_results.json", json.dumps(bb, indent=1))
     texts: list[str] = schema.read_prompt_list(prompt_list) if prompt_list else []
     for q in queries or []:
         m = schema.read_query_mapping(q)

@@ -105,8 +105,7 @@ def read_class_map(path: Path) -> dict[int, str]:
     data = schema.read_json(path)
     if isinstance(data, dict) and "ground_truth" in data:
         gt = schema.read_benchbot_gt(path)
-        missing = [o.class_ for o in gt.ground_truth.objects if o.id is None]
-        if missing:
+        if any(o.id is None or str(o.id).strip() == "" for o in gt.ground_truth.objects):
             raise schema.SchemaError(path, "ground_truth.objects.id", "an id on every object (to map GT cloud ids to classes)")
         return {int(o.id): o.class_ for o in gt.ground_truth.objects}
     if isinstance(data, dict):
@@ -160,6 +159,8 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
     scene = gt_cloud.parent.name
     out: dict[str, dict[str, tuple]] = {}
     for cond, folder in condition_folders(predictions, conditions).items():
+        if not any((folder / n).is_file() for n in ("embeddings.npy", "labels.npy")) and (folder / scene).is_dir():
+            folder = folder / scene  # <condition>/<scene>/ layout
         if (folder / "labels.npy").is_file():
             cloud = schema.find_prediction_cloud(folder)
             pred_points = schema.read_point_positions(cloud)

@@ -22,6 +22,7 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
         labels_from_lexicon(ds, list(params["scenes"]))
         dvc(["add", "-q", str(labels)], repo)
     dvc(["repro"], repo)
+    scores = score_baseline(ds, list(params["scenes"]), list(params["conditions"]), params.get("reference_condition", "baseline"))
     report = json.loads(ds.validation_report.read_text())
     seqs = sorted(p.parent.relative_to(ds.dir).as_posix() for p in (ds.dir / "sequences").glob("*/*/meta.json"))
     return {
@@ -29,5 +30,44 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
         "previews": f"{ds.dir / 'previews'} (contact_sheet.png, topdown.png per scene)",
         "ground truth": str(ds.gt),
         "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'})",
+        "baseline predictions": str(ds.dir / "predictions" / "caption-oracle"),
+        "scores": scores,
         "next": f"tiermap release 0.1.0 --dataset {ds.name}   (after `git commit` and `dvc remote add -d ...`)",
     }
+
+
+def score_baseline(ds: schema.DatasetPaths, scenes: list[str], conditions: list[str], reference: str) -> str:
+    """Caption baseline (oracle captions, MiniLM) on every sequence, scored with the four `tiermap eval` metrics."""
+    from evaluation.baseline import caption_baseline
+    from evaluation.layout import osma_inputs, retrieval_scenes, segmentation_scenes
+    from evaluation.omq import score_omq
+    from evaluation.osma import evaluate_conditions
+    from evaluation.report import write_report
+    from evaluation.retrieval import evaluate_retrieval
+    from evaluation.segmentation import evaluate_segmentation
+    from evaluation.text_features import FeatureFile, MiniLMEncoder
+
+    preds, out = ds.dir / "predictions" / "caption-oracle", ds.dir / "eval" / "caption-oracle"
+    for scene in scenes:
+        gt = ds.gt / scene
+        for cond in conditions:
+            caption_baseline(ds.sequence_dir(scene, cond), preds / cond / scene, gt_classes=gt / "objects.json",
+                             prompt_list=ds.prompt_list, queries=[gt / "gt_categories_query_to_object_mapping_all.json"])
+    ref = preds / reference
+    enc = FeatureFile(ref / scenes[0] / "text_features.npz")
+    note = json.loads((ref / scenes[0] / "method.json").read_text())["note"]
+    named = {"method": "caption-oracle", "note": note}
+    seg_scenes, prompts, _ = segmentation_scenes(ref, None, None, None, ds.gt, scenes, ds.prompt_list)
+    seg = evaluate_segmentation(seg_scenes, prompts, enc, top_n=(1, 5, 10), with_set_ranking=True, progress=True) | named
+    write_report(out / "segmentation", seg)
+    ret = evaluate_retrieval(retrieval_scenes(ref, None, None, None, None, ds.gt, scenes, "all"), enc) | named
+    write_report(out / "retrieval", ret)
+    for scene in scenes:
+        data = osma_inputs(ds.gt / scene / "gt_cloud.ply", None, None, preds, conditions, MiniLMEncoder(), ("an image of {}",))
+        write_report(out / "osma" / scene, evaluate_conditions(data, baseline=reference) | named)
+    omq = score_omq([ds.gt / s / "objects.json" for s in scenes], [ref / s / "benchbot_results.json" for s in scenes]) | named
+    write_report(out / "omq", omq)
+    top1 = seg["frequency"]["top1"]
+    return (f"{out}  (segmentation top-1 S {100 * top1['synonyms']:.1f} % · M {100 * top1['missing']:.1f} %, "
+            f"mR {seg['set_ranking']['overall']:.3f} · retrieval mAP {ret['overall']['all_ap']:.1f} · "
+            f"OMQ {omq['scores']['OMQ']:.3f}; oracle captions)")

@@ -298,14 +298,14 @@ class BenchBotGT(Model):
     def _known_classes(self) -> BenchBotGT:
         known = set(self.ground_truth.class_list) | set(self.ground_truth.synonyms)
         # OMQ looks names up lowercased (eval_omq input_processor.get_nearest_class_id)
-        bad = sorted({o.class_ for o in self.ground_truth.objects if o.class_ not in known and o.class_.lower() not in known})
+        bad = sorted({o.class_ for o in self.ground_truth.objects
+                      if o.class_ not in known and o.class_.lower() not in known})
         if bad:
             raise ValueError(f"object classes in class_list or synonyms (unknown: {bad[:5]})")
         return self
 
 
 # ---------------------------------------------------------------- BenchBot results (OMQ)
-BB_RESULTS_FORMATS = ("object_map", "object_map_with_states")
 Prob = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
