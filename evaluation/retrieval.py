@@ -1,0 +1,540 @@
+"""OpenLex3D open-set object retrieval: query AP (mAP, AP50, AP25) and average inverse rank.
+
+Reproduces `openlex3d/openlex3d` `scripts/evaluate_queries.py` (GT instances, prediction creation, matching),
+`core/align_masks.py` (FAISS mask alignment), `core/cosine_similarity.py` (query confidences) and
+`core/metric.py` (`compute_ap`, `compute_ap_averages`, `compute_query_inverse_rank`) with numpy/scipy:
+one kd-tree instead of one FAISS index per predicted mask, sparse products instead of `np.intersect1d` loops.
+
+Ties: the official top-k and rank use `np.argsort` (quicksort, not stable); the same call is made here on the
+same values, so exactly equal confidences order as they do there. Which of two exactly equidistant predicted points
+is "nearest" in global alignment is arbitrary in both (FAISS vs kd-tree). AP does not depend on tie order.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.spatial import cKDTree
+from tqdm import tqdm
+
+from tiermap.schema import SchemaError
+
+# Official `opt["overlap_thresholds"]` (evaluate_queries.py); the same float expression, so 0.6 is 0.6000000000000001.
+OVERLAP_THRESHOLDS = np.append(np.arange(0.5, 0.95, 0.05), 0.25)
+METRICS = ("ap", "rank")
+CRITERIA = ("top_k", "clip_threshold")
+ALIGNMENTS = ("per_mask", "global")
+_EMPTY = np.zeros(0, np.int64)
+_SIM_CHUNK = 1 << 22  # similarity-matrix entries computed at once
+
+
+@dataclass
+class RetrievalScene:
+    """One scene: full GT cloud with object ids, its query file, and a method's instance predictions."""
+
+    name: str
+    gt_points: np.ndarray
+    gt_ids: np.ndarray
+    queries: dict[str, dict[str, list[int]]]
+    pred_points: np.ndarray
+    pred_index: np.ndarray
+    pred_embeddings: np.ndarray
+
+
+@dataclass
+class _Matches:
+    """A scene's GT instances, predicted instances and their intersecting pairs (in `matched_pred` order)."""
+
+    gt_count: np.ndarray  # (G,) vert_count
+    gt_query: np.ndarray  # (G,) query code, distinct per scene when pooled
+    pred_conf: np.ndarray  # (P,) confidence
+    pred_rank: np.ndarray  # (P,) 1-based rank among all embedding rows
+    pred_count: np.ndarray  # (P,) aligned mask size
+    link_gt: np.ndarray  # (L,) sorted by GT, then prediction order
+    link_pred: np.ndarray
+    link_inter: np.ndarray
+    n_queries: int
+    n_aligned: int
+    skipped: int
+
+
+# ---------------------------------------------------------------- validation
+def _points(a: Any, path: str, field: str) -> np.ndarray:
+    """An (N, 3) finite array cast to float32 (as the official code does before FAISS), then float64."""
+    arr = np.asarray(a)
+    if arr.ndim != 2 or arr.shape[1] != 3 or not (np.issubdtype(arr.dtype, np.number) and arr.dtype.kind != "c"):
+        raise SchemaError(path, field, "an (N, 3) numeric array of points", f"shape {arr.shape}, dtype {arr.dtype}")
+    if not np.isfinite(arr).all():
+        raise SchemaError(path, field, "finite coordinates", "NaN or inf")
+    return arr.astype(np.float32).astype(np.float64)
+
+
+def _ints(a: Any, path: str, field: str, n: int) -> np.ndarray:
+    """A 1-D integer array of length n."""
+    arr = np.asarray(a)
+    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise SchemaError(path, field, "a 1-D integer array", f"shape {arr.shape}, dtype {arr.dtype}")
+    if len(arr) != n:
+        raise SchemaError(path, field, f"{n} values (one per point)", len(arr))
+    return arr.astype(np.int64)
+
+
+def _features(a: Any, path: str, field: str) -> np.ndarray:
+    """A finite 2-D float matrix with at least one row, in float32 or wider."""
+    arr = np.asarray(a)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or not np.issubdtype(arr.dtype, np.number):
+        raise SchemaError(path, field, "a non-empty 2-D numeric matrix", f"shape {arr.shape}, dtype {arr.dtype}")
+    arr = arr.astype(np.result_type(arr.dtype, np.float32), copy=False)
+    if not np.isfinite(arr).all():
+        raise SchemaError(path, field, "finite values", "NaN or inf")
+    return arr
+
+
+def _queries(queries: Any, path: str) -> list[tuple[str, str, list[int]]]:
+    """Flatten {level: {text: ids}} to (query id, text, ids) in file order, as `load_query_json`."""
+    if not isinstance(queries, Mapping):
+        raise SchemaError(path, "queries", "a mapping level -> {query text: object ids}", type(queries).__name__)
+    out = []
+    for level, sub in queries.items():
+        if not isinstance(level, str) or not isinstance(sub, Mapping):
+            raise SchemaError(path, f"queries.{level}", "a mapping query text -> object ids", type(sub).__name__)
+        for text, ids in sub.items():
+            if not isinstance(text, str) or not text.strip():
+                raise SchemaError(path, f"queries.{level}", "a non-blank query text", text)
+            if not isinstance(ids, Sequence) or isinstance(ids, str) or not all(
+                    isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+                raise SchemaError(path, f"queries.{level}.{text}", "a list of integer object ids", ids)
+            out.append((f"{level}_{text}", text, [int(i) for i in ids]))
+    return out
+
+
+def _option(ok: bool, field: str, expected: str, got: Any) -> None:
+    """SchemaError for a bad keyword option."""
+    if not ok:
+        raise SchemaError("<evaluate_retrieval>", field, expected, got)
+
+
+# ---------------------------------------------------------------- mask alignment
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + c) for each (s, c)."""
+    total = int(counts.sum())
+    if total == 0:
+        return _EMPTY
+    offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
+    return offsets + np.arange(total)
+
+
+def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (a, b) pairs of non-negative ints, sorted by a, then b."""
+    if len(a) == 0:
+        return a, b
+    span = int(b.max()) + 1
+    if int(a.max()) < (1 << 62) // span:
+        u = np.sort(a * span + b)
+        u = u[np.r_[True, u[1:] != u[:-1]]]
+        return u // span, u % span
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    first = np.ones(len(a), bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[first], b[first]
+
+
+def _coherent_order(points: np.ndarray, block: float) -> np.ndarray:
+    """Order grouping points by cubes of side `block`: kd-tree queries in this order stay cache-warm."""
+    cells = np.floor((points - points.min(0)) / block).astype(np.int64)
+    dims = cells.max(0) + 1
+    if float(dims[0]) * float(dims[1]) * float(dims[2]) >= 2.0**62:
+        return np.arange(len(points))
+    return np.argsort((cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2], kind="stable")
+
+
+def _close(gt: np.ndarray, g: np.ndarray, pts: np.ndarray, nn: np.ndarray, thr: float) -> np.ndarray:
+    """Which (gt[g], pts[nn]) pairs have squared distance strictly below thr (nn == len(pts): none found)."""
+    found = nn < len(pts)
+    d2 = np.full(len(g), np.inf)
+    d2[found] = np.square(gt[g[found]] - pts[nn[found]]).sum(1)
+    return d2 < thr
+
+
+def _align_global(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: float,
+                  unassigned_compete: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(GT point, instance) pairs: each GT point joins the instance of its single nearest predicted point."""
+    if not unassigned_compete:
+        pred, index = pred[index >= 0], index[index >= 0]
+    if len(pred) == 0 or len(gt) == 0:
+        return _EMPTY, _EMPTY
+    # get_pred_mask_indices_gt_aligned_global searches ALL predicted points, so an unassigned (-1) nearest
+    # point withholds the GT point from every instance.
+    g = _coherent_order(gt, 16 * math.sqrt(thr))
+    tree = cKDTree(pred, balanced_tree=False)
+    _, nn = tree.query(gt[g], k=1, distance_upper_bound=math.sqrt(thr) * (1 + 1e-6), workers=-1)
+    keep = _close(gt, g, pred, nn, thr)
+    g, inst = g[keep], index[nn[keep]]
+    return g[inst >= 0], inst[inst >= 0]
+
+
+def _align_per_mask(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
+    """(GT point, instance) pairs: a GT point joins every instance with a point at squared distance < thr."""
+    pts, inst = pred[index >= 0], index[index >= 0]
+    if len(pts) == 0 or len(gt) == 0:
+        return _EMPTY, _EMPTY
+    r = math.sqrt(thr)
+    lo, hi = pts.min(0), pts.max(0)
+    gidx = np.flatnonzero(np.all((gt > lo - 1.001 * r) & (gt < hi + 1.001 * r), axis=1))
+    if len(gidx) == 0:
+        return _EMPTY, _EMPTY
+    # Candidate instances of a GT point: those with a point in its 3x3x3 block of cells of side >= r.
+    c = max(1.01 * r, float((hi - lo).max() + 4 * r) / 2.0**20)  # 2**20 cells per axis keeps int64 keys
+    origin = lo - 2 * c
+    cp = np.floor((pts - origin) / c).astype(np.int64)
+    cg = np.floor((gt[gidx] - origin) / c).astype(np.int64)
+    dims = np.maximum(cp.max(0), cg.max(0)) + 2
+
+    def key(cells: np.ndarray) -> np.ndarray:
+        return (cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2]
+
+    pc_key, pc_inst = _unique_pairs(key(cp), inst)  # distinct (cell, instance), by cell
+    first = np.flatnonzero(np.r_[True, pc_key[1:] != pc_key[:-1]])
+    cells, c_start = pc_key[first], first
+    c_count = np.diff(np.r_[first, len(pc_key)])
+    c_state = np.where(c_count == 1, pc_inst[first], -2)  # the cell's only instance, or -2: several
+    if int(dims.prod()) <= 1 << 25:
+        grid = np.full(int(dims.prod()), -1, np.int32)
+        grid[cells] = np.arange(len(cells), dtype=np.int32)
+
+        def lookup(keys: np.ndarray) -> np.ndarray:
+            return grid[keys]
+    else:
+        def lookup(keys: np.ndarray) -> np.ndarray:
+            pos = np.minimum(np.searchsorted(cells, keys), len(cells) - 1)
+            return np.where(cells[pos] == keys, pos, -1)
+
+    order = np.argsort(key(cg // 16), kind="stable")  # blocks of 16^3 cells: cache-warm tree queries
+    gidx, cg = gidx[order], cg[order]
+    ukey, ginv = np.unique(key(cg), return_inverse=True)
+    offsets = [(dx * dims[1] + dy) * dims[2] + dz for dx, dy, dz in itertools.product((-1, 0, 1), repeat=3)]
+    nb = np.stack([lookup(ukey + o) for o in offsets], axis=1)  # (cells, 27) neighbour cell or -1
+    state = np.append(c_state, -1)[nb]  # -1: empty cell
+    occupied = state != -1
+    hi_s = np.where(occupied, state, -3).max(1)
+    lo_s = np.where(occupied, state, np.iinfo(state.dtype).max).min(1)
+    pure = np.flatnonzero((hi_s >= 0) & (lo_s == hi_s))  # one instance around: nothing to deduplicate
+    mixed = np.flatnonzero(occupied.any(1) & ((hi_s < 0) | (lo_s != hi_s)))
+    nbm = nb[mixed]
+    jm = nbm[nbm >= 0]
+    mu, mi = _unique_pairs(np.repeat(np.repeat(mixed, (nbm >= 0).sum(1)), c_count[jm]),
+                           pc_inst[_ranges(c_start[jm], c_count[jm])])
+    by_u = np.argsort(np.concatenate([pure, mu]), kind="stable")
+    pair_u, pair_inst = np.concatenate([pure, mu])[by_u], np.concatenate([hi_s[pure], mi])[by_u]
+    ucnt = np.bincount(pair_u, minlength=len(ukey))
+    ustart = np.cumsum(ucnt) - ucnt
+    g = np.repeat(gidx, ucnt[ginv])
+    cand = pair_inst[_ranges(ustart[ginv], ucnt[ginv])]
+    # Nearest point of one given instance: the instance id as a 4th coordinate, spaced wider than the search bound.
+    spacing = 2.0 ** math.ceil(math.log2(4 * r))
+    tree = cKDTree(np.column_stack([pts, inst * spacing]), balanced_tree=False)
+    _, nn = tree.query(np.column_stack([gt[g], cand * spacing]), k=1,
+                       distance_upper_bound=r * (1 + 1e-6), workers=-1)
+    keep = _close(gt, g, pts, nn, thr)
+    return g[keep], cand[keep]
+
+
+# ---------------------------------------------------------------- confidences and predicted instances
+def _cosine(emb: np.ndarray, text: np.ndarray) -> np.ndarray:
+    """Cosine similarity (n_inst, n_q) as torch.nn.functional.cosine_similarity: rows divided by max(norm, 1e-8)."""
+    dtype = np.result_type(emb.dtype, text.dtype)
+    e, t = emb.astype(dtype, copy=False), text.astype(dtype, copy=False)
+    e = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), dtype.type(1e-8))
+    t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), dtype.type(1e-8))
+    return (e @ t.T).astype(np.float64)
+
+
+def _predictions(emb: np.ndarray, text: np.ndarray, aligned: np.ndarray, criteria: str, top_k: int,
+                 clip_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Predicted instances (query, instance, confidence, rank) in the official creation order."""
+    n_inst, n_q = emb.shape[0], text.shape[0]
+    step = max(1, _SIM_CHUNK // n_inst)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for q0 in range(0, n_q, step):
+        s = (_cosine(emb, text[q0:q0 + step]) + 1) / 2.0
+        # compute_normalized_cosine_similarities: min-max per query over ALL embedding rows, aligned or not.
+        lo, hi = s.min(axis=0, keepdims=True), s.max(axis=0, keepdims=True)
+        s = (s - lo) / np.maximum(hi - lo, 1e-8)
+        order = np.argsort(-s, axis=0)
+        cols = np.arange(s.shape[1])
+        if criteria == "top_k":
+            sel = order[:top_k].T  # (queries, k): query-major, then descending confidence
+            q = np.repeat(cols, sel.shape[1])
+            i = sel.ravel()
+            rank = np.tile(np.arange(1, sel.shape[1] + 1), len(cols))
+        else:
+            ranks = np.empty_like(order)
+            np.put_along_axis(ranks, order, np.arange(1, n_inst + 1)[:, None], axis=0)
+            i, q = np.nonzero(s > clip_threshold)
+            rank = ranks[i, q]
+        keep = aligned[i]
+        parts.append((q[keep] + q0, i[keep], s[i[keep], q[keep]], rank[keep]))
+    if not parts:
+        return _EMPTY, _EMPTY, np.zeros(0), _EMPTY
+    q, i, conf, rank = (np.concatenate(p) for p in zip(*parts))
+    if criteria == "clip_threshold":  # create_pred_instances_clip_thresh loops instances, then queries
+        order = np.lexsort((q, i))
+        q, i, conf, rank = q[order], i[order], conf[order], rank[order]
+    return q, i, conf, rank
+
+
+# ---------------------------------------------------------------- one scene
+def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, criteria: str, top_k: int,
+                   clip_threshold: float, alignment: str, alignment_threshold: float,
+                   skip_missing_objects: bool, unassigned_compete: bool) -> _Matches:
+    """GT instances, aligned predicted instances and their intersections for one scene."""
+    path = f"<{scene.name}>"
+    gt = _points(scene.gt_points, path, "gt_points")
+    gt_ids = _ints(scene.gt_ids, path, "gt_ids", len(gt))
+    pred = _points(scene.pred_points, path, "pred_points")
+    index = _ints(scene.pred_index, path, "pred_index", len(pred))
+    emb = _features(scene.pred_embeddings, path, "pred_embeddings")
+    n_inst = emb.shape[0]
+    bad = (index < -1) | (index >= n_inst)
+    if bad.any():
+        raise SchemaError(path, "pred_index", f"values in [-1, {n_inst - 1}] (rows of pred_embeddings, -1 unassigned)",
+                          int(index[bad][0]))
+    queries = _queries(scene.queries, path)
+    text = np.stack([text_rows[t] for _, t, _ in queries]) if queries else np.zeros((0, emb.shape[1]), np.float32)
+    if text.shape[1] != emb.shape[1]:
+        raise SchemaError(path, "pred_embeddings", f"dimension {text.shape[1]} (the text features')", emb.shape[1])
+
+    obj_table, obj_of_point, obj_count = np.unique(gt_ids, return_inverse=True, return_counts=True)
+    qids = [qid for qid, _, _ in queries]
+    _, qcode = np.unique(np.array(qids), return_inverse=True) if qids else (None, _EMPTY)
+    gq, gobj, skipped = [], [], 0
+    for (qid, _, ids), code in zip(queries, qcode):
+        for oid in ids:
+            pos = int(np.searchsorted(obj_table, oid))
+            if pos < len(obj_table) and obj_table[pos] == oid:
+                gq.append(code)
+                gobj.append(pos)
+            elif skip_missing_objects:  # create_gt_instances silently skips ids absent from the cloud
+                skipped += 1
+            else:
+                raise SchemaError(path, f"queries.{qid}", "object ids present in gt_ids", oid)
+    gt_query, gt_obj = np.array(gq, np.int64), np.array(gobj, np.int64)
+
+    if alignment == "global":
+        ag, ai = _align_global(gt, pred, index, alignment_threshold, unassigned_compete)
+    else:
+        ag, ai = _align_per_mask(gt, pred, index, alignment_threshold)
+    inst_count = np.bincount(ai, minlength=n_inst)
+    inter = sparse.coo_matrix((np.ones(len(ag), np.int64), (obj_of_point[ag], ai)),
+                              shape=(len(obj_table), n_inst)).tocsr()
+
+    pq, pi, conf, rank = _predictions(emb, text, inst_count > 0, criteria, top_k, clip_threshold)
+    pq = qcode[pq] if len(pq) else _EMPTY
+
+    # Pair every prediction with every GT instance of the same query id; keep intersection > 0.
+    g_order = np.argsort(gt_query, kind="stable")
+    n_codes = len(qids)
+    g_cnt = np.bincount(gt_query, minlength=n_codes)
+    g_start = np.cumsum(g_cnt) - g_cnt
+    lp = np.repeat(np.arange(len(pq)), g_cnt[pq]) if len(pq) else _EMPTY
+    lg = g_order[_ranges(g_start[pq], g_cnt[pq])] if len(pq) else _EMPTY
+    li = np.asarray(inter[gt_obj[lg], pi[lp]]).ravel().astype(np.int64) if len(lg) else _EMPTY
+    keep = li > 0
+    lg, lp, li = lg[keep], lp[keep], li[keep]
+    order = np.lexsort((lp, lg))
+    return _Matches(gt_count=obj_count[gt_obj], gt_query=gt_query, pred_conf=conf.astype(np.float64),
+                    pred_rank=rank.astype(np.int64), pred_count=inst_count[pi], link_gt=lg[order],
+                    link_pred=lp[order], link_inter=li[order], n_queries=len(queries),
+                    n_aligned=int((inst_count > 0).sum()), skipped=skipped)
+
+
+def _pool(ms: list[_Matches]) -> _Matches:
+    """Concatenate scenes, offsetting GT, prediction and query indices."""
+    go = np.cumsum([0] + [len(m.gt_count) for m in ms])
+    po = np.cumsum([0] + [len(m.pred_conf) for m in ms])
+    qo = np.cumsum([0] + [m.n_queries for m in ms])
+    cat = np.concatenate
+    return _Matches(
+        gt_count=cat([m.gt_count for m in ms]), gt_query=cat([m.gt_query + o for m, o in zip(ms, qo)]),
+        pred_conf=cat([m.pred_conf for m in ms]), pred_rank=cat([m.pred_rank for m in ms]),
+        pred_count=cat([m.pred_count for m in ms]), link_gt=cat([m.link_gt + o for m, o in zip(ms, go)]),
+        link_pred=cat([m.link_pred + o for m, o in zip(ms, po)]), link_inter=cat([m.link_inter for m in ms]),
+        n_queries=int(qo[-1]), n_aligned=sum(m.n_aligned for m in ms), skipped=sum(m.skipped for m in ms))
+
+
+# ---------------------------------------------------------------- metrics
+def _link_iou(m: _Matches) -> np.ndarray:
+    """IoU of each linked (GT, prediction) pair."""
+    return m.link_inter / (m.gt_count[m.link_gt] + m.pred_count[m.link_pred] - m.link_inter)
+
+
+def _pr_ap(y_true: np.ndarray, y_score: np.ndarray, hard_fn: int) -> float:
+    """Area under the PR curve exactly as compute_ap (one point per unique score, artificial (r=0, p=1) end)."""
+    order = np.argsort(y_score)
+    ys, yt = y_score[order], y_true[order]
+    cs = np.cumsum(yt)
+    _, first = np.unique(ys, return_index=True)
+    n_true = cs[-1] if len(cs) else 0
+    before = np.append(cs, 0)[first - 1]
+    tp = n_true - before
+    fp = len(ys) - first - tp
+    fn = before + hard_fn
+    precision = np.append(tp / (tp + fp), 1.0)
+    recall = np.append(tp / (tp + fn), 0.0)
+    steps = np.convolve(np.concatenate([recall[:1], recall, [0.0]]), [-0.5, 0, 0.5], "valid")
+    return float(np.dot(precision, steps))
+
+
+def _ap_at(m: _Matches, iou: np.ndarray, th: float) -> float:
+    """compute_ap for one overlap threshold, greedy matching and FP rules included."""
+    n_pred = len(m.pred_conf)
+    valid = iou > th
+    vg, vp = m.link_gt[valid], m.link_pred[valid]
+    vc = m.pred_conf[vp]
+    per_pred = np.bincount(vp, minlength=n_pred)
+    tp: list[np.ndarray] = []
+    dup: list[np.ndarray] = []
+    if len(vg):
+        starts = np.flatnonzero(np.r_[True, vg[1:] != vg[:-1]])
+        lengths = np.diff(np.r_[starts, len(vg)])
+        shared = np.logical_or.reduceat(per_pred[vp] >= 2, starts)
+        # Segments whose predictions link to no other GT cannot be affected by pred_visited: vectorised.
+        s, n = starts[~shared], lengths[~shared]
+        run = vc[s]
+        for j in range(1, int(n.max()) if len(n) else 0):
+            on = n > j
+            c = vc[s[on] + j]
+            # A second match of the same GT is an FP scored min(current, conf); the GT keeps the max.
+            dup.append(np.minimum(run[on], c))
+            run[on] = np.maximum(run[on], c)
+        tp.append(run)
+        visited = np.zeros(n_pred, bool)
+        for s0, n0 in zip(starts[shared].tolist(), lengths[shared].tolist()):
+            cur = None
+            for p in vp[s0:s0 + n0].tolist():
+                if visited[p]:
+                    continue
+                c = float(m.pred_conf[p])
+                if cur is None:
+                    cur, visited[p] = c, True
+                else:  # this FP is NOT marked visited: it may still be the TP of a later GT
+                    dup.append(np.array([min(cur, c)]))
+                    cur = max(cur, c)
+            if cur is not None:
+                tp.append(np.array([cur]))
+    tp_scores = np.concatenate(tp) if tp else np.zeros(0)
+    dup_scores = np.concatenate(dup) if dup else np.zeros(0)
+    lone = m.pred_conf[per_pred == 0]  # no linked GT above th, visited or not
+    y_score = np.concatenate([tp_scores, dup_scores, lone])
+    y_true = np.concatenate([np.ones(len(tp_scores)), np.zeros(len(dup_scores) + len(lone))])
+    return _pr_ap(y_true, y_score, len(m.gt_count) - len(tp_scores))
+
+
+def _average_precision(m: _Matches) -> dict[str, float]:
+    """compute_ap over the pooled matches (one class), then compute_ap_averages (x100)."""
+    if len(m.gt_count) == 0:
+        aps = np.full(len(OVERLAP_THRESHOLDS), np.nan)
+    elif len(m.pred_conf) == 0:
+        aps = np.zeros(len(OVERLAP_THRESHOLDS))
+    else:
+        iou = _link_iou(m)
+        aps = np.array([_ap_at(m, iou, th) for th in OVERLAP_THRESHOLDS])
+    aps = aps.reshape(1, 1, -1)
+    o50 = np.where(np.isclose(OVERLAP_THRESHOLDS, 0.5))
+    o25 = np.where(np.isclose(OVERLAP_THRESHOLDS, 0.25))
+    o_rest = np.where(np.logical_not(np.isclose(OVERLAP_THRESHOLDS, 0.25)))
+    # Same index expressions as compute_ap_averages so nanmean sums the same array shapes.
+    out = {}
+    for name, sel in (("all_ap", o_rest), ("all_ap_50%", o50), ("all_ap_25%", o25)):
+        vals = aps[0, :, sel]
+        out[name] = float(np.nanmean(vals) * 100) if not np.isnan(vals).all() else math.nan
+    return out
+
+
+def _inverse_rank(m: _Matches, iou_threshold: float) -> float:
+    """compute_query_inverse_rank: best unvisited IoU match per GT, per-query rank adjustment, mean of 1/r."""
+    iou = _link_iou(m)
+    best = np.full(len(m.gt_count), -1, np.int64)
+    visited = np.zeros(len(m.pred_conf), bool)
+    if len(m.link_gt):
+        starts = np.flatnonzero(np.r_[True, m.link_gt[1:] != m.link_gt[:-1]])
+        for s0, e0 in zip(starts.tolist(), np.r_[starts[1:], len(m.link_gt)].tolist()):
+            best_iou, best_p = 0.0, -1
+            for k in range(s0, e0):
+                p = int(m.link_pred[k])
+                if not visited[p] and iou[k] > iou_threshold and iou[k] > best_iou:
+                    best_iou, best_p = float(iou[k]), p
+            if best_p >= 0:
+                best[m.link_gt[s0]] = m.pred_rank[best_p]
+                visited[best_p] = True
+    ranks: list[int] = []
+    order = np.argsort(m.gt_query, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(m.gt_query[order]) != 0, True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        r = best[order[a:b]]
+        found = sorted(r[r != -1].tolist())
+        ranks += [x - i for i, x in enumerate(found)] + [-1] * int((r == -1).sum())
+    ranks.sort(key=lambda x: (x == -1, x))
+    inv = [0.0 if x == -1 or x <= 0 else 1.0 / x for x in ranks]
+    return sum(inv) / len(inv) if inv else 0.0  # summed in the official sorted order (float-exact)
+
+
+# ---------------------------------------------------------------- public API
+def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[list[str]], np.ndarray], *,
+                       metric: str = "ap", criteria: str = "top_k", top_k: int = 10, clip_threshold: float = 0.5,
+                       alignment: str = "per_mask", alignment_threshold: float = 0.001, iou_threshold: float = 0.25,
+                       progress: bool = False, skip_missing_objects: bool = True,
+                       unassigned_compete: bool = True) -> dict:
+    """OpenLex3D query retrieval over scenes: pooled and per-scene AP (x100) or average inverse rank."""
+    _option(metric in METRICS, "metric", " or ".join(METRICS), metric)
+    _option(criteria in CRITERIA, "criteria", " or ".join(CRITERIA), criteria)
+    _option(alignment in ALIGNMENTS, "alignment", " or ".join(ALIGNMENTS), alignment)
+    _option(isinstance(top_k, (int, np.integer)) and not isinstance(top_k, bool) and top_k >= 1,
+            "top_k", "an integer >= 1", top_k)
+    for name, val in (("clip_threshold", clip_threshold), ("iou_threshold", iou_threshold)):
+        _option(isinstance(val, (int, float)) and math.isfinite(val), name, "a finite number", val)
+    _option(isinstance(alignment_threshold, (int, float)) and math.isfinite(alignment_threshold)
+            and alignment_threshold > 0, "alignment_threshold", "a positive squared distance (m^2)",
+            alignment_threshold)
+    names = [s.name for s in scenes]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    _option(dup is None, "scenes", "unique scene names", dup)
+
+    texts = list(dict.fromkeys(t for s in scenes for _, t, _ in _queries(s.queries, f"<{s.name}>")))
+    feats = _features(text_features(texts), "<text_features>", "features") if texts else np.zeros((0, 1))
+    if texts and feats.shape[0] != len(texts):
+        raise SchemaError("<text_features>", "features", f"{len(texts)} rows (one per query text)", feats.shape[0])
+    text_rows = dict(zip(texts, feats))
+
+    per: dict[str, _Matches] = {}
+    for scene in tqdm(scenes, desc="retrieval", unit="scene", disable=not progress):
+        per[scene.name] = _scene_matches(
+            scene, text_rows, criteria=criteria, top_k=int(top_k), clip_threshold=float(clip_threshold),
+            alignment=alignment, alignment_threshold=float(alignment_threshold),
+            skip_missing_objects=skip_missing_objects, unassigned_compete=unassigned_compete)
+    pooled = _pool(list(per.values())) if per else _pool([_empty_matches()])
+
+    def score(m: _Matches) -> dict[str, float]:
+        if metric == "ap":
+            return _average_precision(m)
+        return {"avg_inverse_rank": _inverse_rank(m, float(iou_threshold))}
+
+    return {
+        "kind": "retrieval", "metric": metric, "overall": score(pooled),
+        "per_scene": {name: score(m) for name, m in per.items()},
+        "n_queries": pooled.n_queries,
+        "n_instances": {"gt": len(pooled.gt_count), "pred": len(pooled.pred_conf), "aligned_masks": pooled.n_aligned},
+        "skipped_gt_objects": pooled.skipped,
+    }
+
+
+def _empty_matches() -> _Matches:
+    """Matches of no scene."""
+    z = np.zeros(0)
+    return _Matches(_EMPTY, _EMPTY, z, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, 0, 0, 0)

@@ -1,0 +1,81 @@
+"""The evaluator's flow on a real rendered dataset: caption baseline → the four `tiermap eval` commands → compare."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, run
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def scored(built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Baseline predictions for two conditions and every evaluation's output folder."""
+    tmp = tmp_path_factory.mktemp("eval")
+    d = built_repo / "datasets" / "demo"
+    gt = d / "gt" / "room0"
+    tm = str(BIN / "tiermap")
+    for cond in ("baseline", "nominal"):
+        run([tm, "baseline", "caption", "--sequence", str(d / "sequences" / "room0" / cond), "--gt-classes", str(gt / "objects.json"),
+             "--prompt-list", str(d / "gt" / "prompt_list.txt"), "--queries", str(gt / "gt_categories_query_to_object_mapping_all.json"),
+             "--stride", "1", "--out", str(tmp / "pred" / cond / "room0")], tmp)
+    npz = str(tmp / "pred" / "baseline" / "room0" / "text_features.npz")
+    base = ["--predictions", str(tmp / "pred" / "baseline")]
+    run([tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--top-n", "1", "5",
+         "--set-ranking", "--out", str(tmp / "seg")], tmp)
+    run([tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), "--predictions", str(tmp / "pred" / "nominal"),
+         "--text-features", npz, "--method", "nominal-run", "--out", str(tmp / "seg_nominal")], tmp)
+    run([tm, "eval", "retrieval", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--level", "all", "--out", str(tmp / "ret")], tmp)
+    run([tm, "eval", "osma", "--gt-cloud", str(gt / "gt_cloud.ply"), "--predictions", str(tmp / "pred"), "--condition", "baseline",
+         "nominal", "--clip-model", "minilm", "--out", str(tmp / "osma")], tmp)
+    run([tm, "eval", "omq", "--ground-truth", str(gt / "objects.json"), "--results",
+         str(tmp / "pred" / "baseline" / "room0" / "benchbot_results.json"), "--out", str(tmp / "omq")], tmp)
+    return {"tmp": tmp, "gt": gt}
+
+
+def results(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def test_baseline_writes_the_official_layout_with_oracle_captions(scored: dict[str, Path]) -> None:
+    pred = scored["tmp"] / "pred" / "baseline" / "room0"
+    for name in ("point_cloud.ply", "embeddings.npy", "index.npy", "text_features.npz", "benchbot_results.json"):
+        assert (pred / name).stat().st_size > 0
+    classes = {o["id"]: o["class"] for o in json.loads((scored["gt"] / "objects.json").read_text())["ground_truth"]["objects"]}
+    captions = json.loads((pred / "captions.json").read_text())
+    assert captions and all(captions[k] == classes[int(k)] for k in captions)
+    assert "oracle" in json.loads((pred / "method.json").read_text())["note"]
+
+
+def test_segmentation_of_oracle_captions(scored: dict[str, Path]) -> None:
+    r = results(scored["tmp"] / "seg")
+    assert r["method"] == "caption-oracle" and "oracle" in r["note"]
+    for top in ("top1", "top5"):
+        f = r["frequency"][top]
+        assert sum(f.values()) == pytest.approx(1.0)
+        # Captions are the GT class names, so synonyms dominate every wrong category.
+        assert f["synonyms"] > max(f["depictions"], f["vis_sim"], f["clutter"], f["incorrect"])
+    assert r["frequency"]["top5"]["synonyms"] >= r["frequency"]["top1"]["synonyms"]
+    assert 0 < r["set_ranking"]["overall"] <= 1
+    assert (scored["tmp"] / "seg" / "topdown_room0.png").stat().st_size > 0
+
+
+def test_retrieval_osma_omq_reports(scored: dict[str, Path]) -> None:
+    ret = results(scored["tmp"] / "ret")["overall"]
+    assert 0 <= ret["all_ap"] <= ret["all_ap_50%"] <= ret["all_ap_25%"] <= 100
+    osma = results(scored["tmp"] / "osma")
+    assert set(osma["conditions"]) == {"baseline", "nominal"}
+    assert osma["conditions"]["baseline"]["overall"]["macc"] > 0.5  # oracle class names → most points right
+    assert set(osma["relative_change"]["nominal"]) == {"macc", "fmiou", "miou"}
+    assert (scored["tmp"] / "osma" / "relative_change.png").stat().st_size > 0
+    omq = results(scored["tmp"] / "omq")["scores"]
+    assert 0 < omq["OMQ"] <= 1 and 0 < omq["avg_label"] <= 1
+
+
+def test_compare_prints_side_by_side(scored: dict[str, Path]) -> None:
+    out = run([str(BIN / "tiermap"), "eval", "--compare", str(scored["tmp"] / "seg" / "results.json"),
+               str(scored["tmp"] / "seg_nominal" / "results.json")], scored["tmp"]).stdout
+    assert "caption-oracle" in out and "nominal-run" in out and "best" in out
