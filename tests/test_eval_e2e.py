@@ -79,3 +79,29 @@ def test_compare_prints_side_by_side(scored: dict[str, Path]) -> None:
     out = run([str(BIN / "tiermap"), "eval", "--compare", str(scored["tmp"] / "seg" / "results.json"),
                str(scored["tmp"] / "seg_nominal" / "results.json")], scored["tmp"]).stdout
     assert "caption-oracle" in out and "nominal-run" in out and "best" in out
+
+
+def test_gemini_captions_through_the_real_client(built_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_gemini import FakeGemini
+    from PIL import Image
+
+    from evaluation.baseline import caption_baseline
+
+    fake = FakeGemini(default={"caption": "Thing"})
+    fake.queue.append({"status": 503})  # one server error first: retried with backoff
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    seq = built_repo / "datasets" / "demo" / "sequences" / "room0" / "baseline"
+    info = caption_baseline(seq, tmp_path / "pred" / "room0", captions="gemini", stride=1)
+    calls = len(fake.requests)
+    assert calls == info["objects"] + 1 and info["method"] == "caption-gemini"
+    assert fake.requests[-1]["path"].endswith("/models/gemini-2.5-flash:generateContent")
+    assert fake.requests[-1]["headers"]["x-goog-api-key"] == "test-key"
+    assert fake.requests[-1]["body"]["generationConfig"]["responseMimeType"] == "application/json"
+    Image.open(__import__("io").BytesIO(fake.image())).verify()  # a real PNG crop was sent
+    captions = json.loads((tmp_path / "pred" / "room0" / "captions.json").read_text())
+    assert set(captions.values()) == {"thing"}
+    caption_baseline(seq, tmp_path / "pred" / "room0", captions="gemini", stride=1)
+    assert len(fake.requests) == calls  # cached: a re-run costs nothing
+    fake.stop()
