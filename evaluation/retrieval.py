@@ -5,9 +5,17 @@ Reproduces `openlex3d/openlex3d` `scripts/evaluate_queries.py` (GT instances, pr
 `core/metric.py` (`compute_ap`, `compute_ap_averages`, `compute_query_inverse_rank`) with numpy/scipy:
 one kd-tree instead of one FAISS index per predicted mask, sparse products instead of `np.intersect1d` loops.
 
+Official behaviour kept by default: all queries of all scenes pooled into one class for AP; a second match of a GT
+is an FP that stays unvisited (it can still be another GT's TP); min-max confidence over all embedding rows; top-k
+entries without an aligned mask dropped (fewer than k predictions); in global alignment unassigned (-1) points can
+be the nearest point and so withhold a GT point (`unassigned_compete=False` ignores them); query object ids absent
+from the GT cloud skipped, and counted in `skipped_gt_objects` (`skip_missing_objects=False` raises instead).
+
 Ties: the official top-k and rank use `np.argsort` (quicksort, not stable); the same call is made here on the
 same values, so exactly equal confidences order as they do there. Which of two exactly equidistant predicted points
 is "nearest" in global alignment is arbitrary in both (FAISS vs kd-tree). AP does not depend on tie order.
+Squared distances are exact (float64 on float32-cast coordinates); FAISS computes them in float32, which can flip
+points within ~1e-6 m^2 of the threshold.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ CRITERIA = ("top_k", "clip_threshold")
 ALIGNMENTS = ("per_mask", "global")
 _EMPTY = np.zeros(0, np.int64)
 _SIM_CHUNK = 1 << 22  # similarity-matrix entries computed at once
+_GRID_CELLS = 1 << 25  # per_mask alignment uses a dense cell lookup table up to this many cells
 
 
 @dataclass
@@ -106,7 +115,7 @@ def _queries(queries: Any, path: str) -> list[tuple[str, str, list[int]]]:
         for text, ids in sub.items():
             if not isinstance(text, str) or not text.strip():
                 raise SchemaError(path, f"queries.{level}", "a non-blank query text", text)
-            if not isinstance(ids, Sequence) or isinstance(ids, str) or not all(
+            if not isinstance(ids, (Sequence, np.ndarray)) or isinstance(ids, str) or not all(
                     isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
                 raise SchemaError(path, f"queries.{level}.{text}", "a list of integer object ids", ids)
             out.append((f"{level}_{text}", text, [int(i) for i in ids]))
@@ -203,8 +212,8 @@ def _align_per_mask(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: fl
     first = np.flatnonzero(np.r_[True, pc_key[1:] != pc_key[:-1]])
     cells, c_start = pc_key[first], first
     c_count = np.diff(np.r_[first, len(pc_key)])
-    c_state = np.where(c_count == 1, pc_inst[first], -2)  # the cell's only instance, or -2: several
-    if int(dims.prod()) <= 1 << 25:
+    c_state = np.where(c_count == 1, pc_inst[first], -2).astype(np.int32)  # the only instance, or -2: several
+    if int(dims.prod()) <= _GRID_CELLS:
         grid = np.full(int(dims.prod()), -1, np.int32)
         grid[cells] = np.arange(len(cells), dtype=np.int32)
 
@@ -368,6 +377,12 @@ def _pool(ms: list[_Matches]) -> _Matches:
         n_queries=int(qo[-1]), n_aligned=sum(m.n_aligned for m in ms), skipped=sum(m.skipped for m in ms))
 
 
+def _empty_matches() -> _Matches:
+    """Matches of no scene."""
+    z = np.zeros(0)
+    return _Matches(_EMPTY, _EMPTY, z, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, 0, 0, 0)
+
+
 # ---------------------------------------------------------------- metrics
 def _link_iou(m: _Matches) -> np.ndarray:
     """IoU of each linked (GT, prediction) pair."""
@@ -498,8 +513,8 @@ def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[li
     _option(isinstance(top_k, (int, np.integer)) and not isinstance(top_k, bool) and top_k >= 1,
             "top_k", "an integer >= 1", top_k)
     for name, val in (("clip_threshold", clip_threshold), ("iou_threshold", iou_threshold)):
-        _option(isinstance(val, (int, float)) and math.isfinite(val), name, "a finite number", val)
-    _option(isinstance(alignment_threshold, (int, float)) and math.isfinite(alignment_threshold)
+        _option(isinstance(val, (int, float, np.number)) and math.isfinite(val), name, "a finite number", val)
+    _option(isinstance(alignment_threshold, (int, float, np.number)) and math.isfinite(alignment_threshold)
             and alignment_threshold > 0, "alignment_threshold", "a positive squared distance (m^2)",
             alignment_threshold)
     names = [s.name for s in scenes]
@@ -533,8 +548,3 @@ def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[li
         "skipped_gt_objects": pooled.skipped,
     }
 
-
-def _empty_matches() -> _Matches:
-    """Matches of no scene."""
-    z = np.zeros(0)
-    return _Matches(_EMPTY, _EMPTY, z, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, 0, 0, 0)

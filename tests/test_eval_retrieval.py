@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from evaluation import retrieval
 from evaluation.retrieval import (
     OVERLAP_THRESHOLDS, RetrievalScene, _align_global, _align_per_mask, evaluate_retrieval,
 )
@@ -110,6 +111,16 @@ def test_duplicate_fp_stays_unvisited_and_matches_a_later_gt() -> None:
     assert_all(ap([s], top_k=2)["overall"], 1100 / 12)
 
 
+def test_clip_threshold_links_predictions_in_instance_order() -> None:
+    # As above but the instances are [Y, X] and criteria clip_threshold (0.5): predictions are created instance by
+    # instance, so each GT sees Y (0.625) before X (1.0).  GT1: Y TP (visited), X duplicate FP min(.625, 1) = .625,
+    # GT score 1.0.  GT2: Y visited, X TP 1.0.  Sorted: .625 F, 1.0 T, 1.0 T.
+    # .625: tp 2 fp 1 -> p 2/3 r 1; 1.0: tp 2 fp 0 -> p 1 r 1; end.  Steps 0, .5, .5 -> AP 1.
+    s = scene({1: A, 2: B}, [A, A, B], [Y, X, Z], {"level0": {"a": [1, 1]}})
+    assert_all(ap([s], criteria="clip_threshold")["overall"], 100.0)
+    assert_all(ap([s], top_k=2)["overall"], 1100 / 12)  # confidence order X, Y: as the test above
+
+
 def test_two_scenes_pool_into_one_curve() -> None:
     # Scene 1: query a, top-1 X covers A -> TP 1.0 -> AP 100.  Scene 2: top-1 X covers B -> FP 1.0, A missed -> 0.
     # Pooled: 1.0 T, 1.0 F, hard FN 1 -> one point tp 1 fp 1 fn 1: p 1/2, r 1/2; end (1, 0).
@@ -185,12 +196,19 @@ def test_unassigned_points_compete_in_global_alignment_only() -> None:
     assert_all(ap([s], alignment="global", unassigned_compete=False)["overall"], 100.0)
 
 
-@pytest.mark.parametrize("thr", [0.0004, 0.001, 0.004])
-def test_alignment_matches_brute_force(thr: float) -> None:
-    # Clustered random clouds with interleaved instances (many mixed cells), checked against all-pairs distances.
+@pytest.mark.parametrize("thr, grid, spread", [
+    (0.0004, True, 0.0), (0.001, True, 0.0), (0.004, True, 0.0), (0.001, False, 0.0), (0.001, True, 1e5)])
+def test_alignment_matches_brute_force(thr: float, grid: bool, spread: float, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    # Clustered random clouds with interleaved instances (many mixed cells), checked against all-pairs distances;
+    # also with the sorted-key cell lookup instead of the dense grid, and with clusters 100 km apart
+    # (cells then wider than the radius).
+    if not grid:
+        monkeypatch.setattr(retrieval, "_GRID_CELLS", 0)
     rng = np.random.default_rng(int(thr * 1e4))
-    gt = rng.normal(0, 0.08, (600, 3)).astype(np.float32).astype(np.float64)
-    pred = rng.normal(0, 0.08, (900, 3)).astype(np.float32).astype(np.float64)
+    shift = np.array([[0.0, 0.0, 0.0], [spread, 0.0, 0.0]])  # every other point in a far cluster
+    gt = (rng.normal(0, 0.08, (600, 3)) + shift[np.arange(600) % 2]).astype(np.float32).astype(np.float64)
+    pred = (rng.normal(0, 0.08, (900, 3)) + shift[np.arange(900) % 2]).astype(np.float32).astype(np.float64)
     index = rng.integers(-1, 12, len(pred))
     d2 = np.square(gt[:, None, :] - pred[None, :, :]).sum(-1)
     want = {(g, int(index[p])) for g, p in zip(*np.nonzero(d2 < thr)) if index[p] >= 0}
