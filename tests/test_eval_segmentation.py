@@ -258,3 +258,19 @@ def test_toolkit_imports_nothing_from_generation_or_annotation() -> None:
             "bad = [m for m in sys.modules if m.split('.')[0] in ('generation', 'annotation')]; print(bad); assert not bad")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_cli_from_an_installed_wheel_outside_the_repo(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "whl"),
+                    str(repo)], check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "inst"),
+                    *map(str, (tmp_path / "whl").glob("tiermap-*.whl"))], check=True, capture_output=True, cwd=tmp_path)
+    f = write_toy(tmp_path / "data")
+    code = "import sys; from tiermap.cli import app; import evaluation, os; assert evaluation.__file__.startswith(os.environ['PYTHONPATH']); sys.exit(app())"
+    res = subprocess.run([sys.executable, "-c", code, "eval", "segmentation", "--gt-dir", str(f["gt"]), "--predictions", str(f["pred"]),
+                          "--text-features", str(f["npz"]), "--top-n", "1", "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path / "inst")})
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["frequency"]["top1"]["clutter"] == pytest.approx(1 / 3)
