@@ -146,7 +146,7 @@ def make_text_encoder(encoder: str, clip_pretrained: str | None = None) -> TextE
 
 
 def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = None, captions: str = "oracle",
-                     encoder: str = "minilm", clip_pretrained: str | None = None, prompt_list: Path | None = None,
+                     encoder: str | TextEncoder = "minilm", clip_pretrained: str | None = None, prompt_list: Path | None = None,
                      queries: list[Path] | None = None, stride: int = 2, gemini_model: str = "gemini-2.5-flash") -> dict:
     """Write the baseline's predictions (and text_features.npz for the prompts and queries) into `out`."""
     if captions not in {"oracle", "gemini"}:
@@ -163,7 +163,7 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
         text = {o: classes[o] for o in objects}
     else:
         text = gemini_captions(sequence, best, gemini_model, out.parent / f".{out.name}.captions.json")
-    enc = make_text_encoder(encoder, clip_pretrained)
+    enc = make_text_encoder(encoder, clip_pretrained) if isinstance(encoder, str) else encoder
     emb = enc([text[o] for o in objects])
     index = np.searchsorted(np.asarray(objects), ids)
     schema.write_predictions(out, points, emb, index, colors)

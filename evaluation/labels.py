@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evaluation.arrays import lookup
 from tiermap.schema import GTCategories
 
 CATEGORIES = ("synonyms", "depictions", "vis_sim", "clutter", "missing", "incorrect")
@@ -32,10 +33,8 @@ class LabelTable:
 
     def row(self, ids: np.ndarray) -> np.ndarray:
         """Row of each id in the table, -1 for ids without a JSON entry."""
-        if not len(self.object_ids):
-            return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.object_ids, ids), 0, len(self.object_ids) - 1)
-        return np.where(self.object_ids[pos] == ids, pos, -1)
+        pos, found = lookup(ids, self.object_ids)
+        return np.where(found, pos, -1)
 
 
 def build_label_table(gt: GTCategories, prompts: list[str], excluded: tuple[str, ...] = EXCLUDED_LABELS) -> LabelTable:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluation.arrays import lookup
 from evaluation.text_features import TextEncoder
 from tiermap import schema
 
@@ -120,10 +121,9 @@ def class_labels(obj_ids: np.ndarray, class_map: dict[int, str]) -> tuple[np.nda
     """Per-point class ids (0 = background: ids without a class) and the class id → name table (1-based, sorted names)."""
     names = sorted(set(class_map.values()))
     cid = {n: i + 1 for i, n in enumerate(names)}
-    lut_keys = np.array(sorted(class_map), dtype=np.int64)
-    lut_vals = np.array([cid[class_map[k]] for k in lut_keys], dtype=np.int64)
-    pos = np.clip(np.searchsorted(lut_keys, obj_ids), 0, max(len(lut_keys) - 1, 0))
-    labels = np.where((len(lut_keys) > 0) & (lut_keys[pos] == obj_ids), lut_vals[pos], 0)
+    vals = np.array([cid[v] for v in class_map.values()] + [0], dtype=np.int64)  # trailing 0: not found
+    pos, found = lookup(obj_ids, np.array(list(class_map), dtype=np.int64))
+    labels = vals[np.where(found, pos, len(class_map))]
     return labels, {0: "background", **{i: n for n, i in cid.items()}}
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.spatial import cKDTree
 
+from evaluation import arrays
 from tiermap.schema import SchemaError
 
 METRICS = ("macc", "fmiou", "miou")
@@ -22,61 +23,11 @@ _CHUNK = 1 << 16
 Scene = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-# ---------------------------------------------------------------- validation
-def _points(a: Any, path: str, field: str, allow_empty: bool = False) -> np.ndarray:
-    """An (N, 3) finite float array, or SchemaError."""
-    arr = np.asarray(a)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise SchemaError(path, field, "an (N, 3) array of points", f"shape {arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise SchemaError(path, field, "numeric point coordinates", str(arr.dtype))
-    if len(arr) == 0 and not allow_empty:
-        raise SchemaError(path, field, "at least one point", "0 points")
-    arr = arr.astype(np.float64, copy=False)
-    if not np.isfinite(arr).all():
-        bad = int((~np.isfinite(arr)).any(axis=1).sum())
-        raise SchemaError(path, field, "finite coordinates", f"{bad} non-finite points")
-    return arr
-
-
-def _labels(a: Any, path: str, field: str, n: int | None = None) -> np.ndarray:
-    """A 1-D integer label array (of length n if given), or SchemaError."""
-    arr = np.asarray(a)
-    if arr.ndim != 1:
-        raise SchemaError(path, field, "a 1-D array of integer labels", f"shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise SchemaError(path, field, "integer labels", str(arr.dtype))
-    if n is not None and len(arr) != n:
-        raise SchemaError(path, field, f"{n} labels (one per point)", len(arr))
-    return arr.astype(np.int64, copy=False)
-
-
-def _matrix(a: Any, path: str, field: str) -> np.ndarray:
-    """A finite 2-D float matrix, or SchemaError."""
-    arr = np.asarray(a)
-    if arr.ndim != 2 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise SchemaError(path, field, "a 2-D numeric matrix", f"shape {arr.shape}, dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if not np.isfinite(arr).all():
-        raise SchemaError(path, field, "finite values", "NaN or inf")
-    return arr
-
-
-def _lookup(values: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of `values` in the unique array `table`, and which values were found."""
-    order = np.argsort(table, kind="stable")
-    srt = table[order]
-    pos = np.clip(np.searchsorted(srt, values), 0, max(len(srt) - 1, 0))
-    found = srt[pos] == values if len(srt) else np.zeros(len(values), bool)
-    return order[pos] if len(srt) else pos, found
-
-
-# ---------------------------------------------------------------- vocabulary and classification
 def vocabulary(
     class_names: dict[int, str], present_ids: np.ndarray, excluded: tuple[int, ...] = (0,)
 ) -> tuple[list[int], list[str]]:
     """Scene label set (GT ids present, known and not excluded, sorted) and their prompt names."""
-    present = _labels(np.asarray(present_ids).ravel(), "<gt labels>", "present_ids")
+    present = arrays.ints(np.asarray(present_ids).ravel(), "<gt labels>", "present_ids")
     # eval_semseg.py::get_semseg_class_names renames id 0 to "background" whatever the class list calls it.
     names = {int(k): str(v) for k, v in class_names.items()} | {0: "background"}
     ids = sorted((set(names) & set(np.unique(present).tolist())) - set(excluded))
@@ -88,11 +39,6 @@ def prompt_texts(names: list[str], templates: list[str]) -> list[list[str]]:
     return [[t.format(n.replace("_", " ")) for n in names] for t in templates]
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    """Rows divided by their L2 norm."""
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
 def class_text_features(
     encode: Callable[[list[str]], np.ndarray], names: list[str], templates: Sequence[str] = ("an image of {}",)
 ) -> np.ndarray:
@@ -101,19 +47,19 @@ def class_text_features(
         raise SchemaError("<vocabulary>", "names", "at least one class name", "[]")
     feats = []
     for prompts in prompt_texts(list(names), list(templates)):
-        f = _matrix(encode(prompts), "<text encoder>", "features")
+        f = arrays.matrix(encode(prompts), "<text encoder>", "features")
         if len(f) != len(prompts):
             raise SchemaError("<text encoder>", "features", f"{len(prompts)} rows (one per prompt)", len(f))
-        feats.append(_unit(f))
-    return _unit(np.mean(feats, axis=0))
+        feats.append(arrays.unit_rows(f))
+    return arrays.unit_rows(np.mean(feats, axis=0))
 
 
 def classify(
     embeddings: np.ndarray, index: np.ndarray, class_feats: np.ndarray, class_ids: Sequence[int]
 ) -> np.ndarray:
     """(M,) class id per point: argmax cosine of its embedding row `index[m]`; index -1 gives -1."""
-    emb = _matrix(embeddings, "<predictions>", "embeddings")
-    feats = _matrix(class_feats, "<vocabulary>", "class_feats")
+    emb = arrays.matrix(embeddings, "<predictions>", "embeddings")
+    feats = arrays.matrix(class_feats, "<vocabulary>", "class_feats")
     norms = np.linalg.norm(feats, axis=1, keepdims=True)
     if (norms == 0).any():
         raise SchemaError("<vocabulary>", "class_feats", "non-zero class feature rows", "a zero row")
@@ -123,7 +69,7 @@ def classify(
         raise SchemaError("<vocabulary>", "class_ids", f"{feats.shape[0]} ids (one per feature row, >= 1)", len(ids))
     if emb.shape[1] != feats.shape[1]:
         raise SchemaError("<predictions>", "embeddings", f"dimension {feats.shape[1]} (as the text)", emb.shape[1])
-    idx = _labels(index, "<predictions>", "index")
+    idx = arrays.ints(index, "<predictions>", "index")
     if len(idx) and (idx.min() < -1 or idx.max() >= len(emb)):
         raise SchemaError("<predictions>", "index", f"row indices in [-1, {len(emb)})", f"[{idx.min()}, {idx.max()}]")
     # With unit text features, argmax of the dot product is argmax cosine (an embedding's norm is a common factor).
@@ -157,9 +103,9 @@ def transfer_labels(
     pad_with_first: bool = True,
 ) -> np.ndarray:
     """Predicted label of every GT point: mode of its k nearest predicted points' labels, no distance cut-off."""
-    gt = _points(gt_points, "<gt>", "points")
-    pred = _points(pred_points, "<predictions>", "points", allow_empty=True)
-    lab = _labels(pred_labels, "<predictions>", "labels", n=len(pred))
+    gt = arrays.points(gt_points, "<gt>", "points")
+    pred = arrays.points(pred_points, "<predictions>", "points", allow_empty=True)
+    lab = arrays.ints(pred_labels, "<predictions>", "labels", n=len(pred))
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise SchemaError("<options>", "k", "a positive integer", k)
     if len(pred) == 0:
@@ -181,13 +127,13 @@ def transfer_labels(
 # ---------------------------------------------------------------- confusion and metrics
 def confusion(gt_labels: np.ndarray, pred_labels: np.ndarray, ids: list[int]) -> np.ndarray:
     """Confusion matrix (rows GT, columns prediction) over labels `ids + [-1]`, as sklearn in evaluate_scen."""
-    gt = _labels(gt_labels, "<gt>", "labels")
-    pred = _labels(pred_labels, "<predictions>", "labels", n=len(gt))
+    gt = arrays.ints(gt_labels, "<gt>", "labels")
+    pred = arrays.ints(pred_labels, "<predictions>", "labels", n=len(gt))
     labels = np.array([*map(int, ids), UNCLASSIFIED], dtype=np.int64)
     if len(np.unique(labels)) != len(labels):
         raise SchemaError("<vocabulary>", "ids", "unique class ids other than -1", list(ids))
-    r, r_ok = _lookup(gt, labels)
-    c, c_ok = _lookup(pred, labels)
+    r, r_ok = arrays.lookup(gt, labels)
+    c, c_ok = arrays.lookup(pred, labels)
     # GT outside ids ∪ {-1} is dropped (torch.isin); sklearn also drops predictions outside the labels.
     keep = r_ok & c_ok
     n = len(labels)
@@ -230,10 +176,10 @@ def evaluate_scene(
     name: str = "<scene>",
 ) -> dict[str, Any]:
     """One scene: {"conf_matrix", "labels", "metrics"}; ids default to the GT ids present minus `excluded`."""
-    gt = _points(gt_points, name, "gt_points")
-    gl = _labels(gt_labels, name, "gt_labels", n=len(gt))
-    pp = _points(pred_points, name, "pred_points", allow_empty=True)
-    pl = _labels(pred_labels, name, "pred_labels", n=len(pp))
+    gt = arrays.points(gt_points, name, "gt_points")
+    gl = arrays.ints(gt_labels, name, "gt_labels", n=len(gt))
+    pp = arrays.points(pred_points, name, "pred_points", allow_empty=True)
+    pl = arrays.ints(pred_labels, name, "pred_labels", n=len(pp))
     if ids is None:
         # The class list never holds -1 (eval_semseg.py intersects the present ids with it).
         ids = sorted(set(np.unique(gl).tolist()) - set(excluded) - {UNCLASSIFIED})
@@ -252,7 +198,7 @@ def pool(per_scene: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
     for conf, lab in per_scene:
         if np.shape(conf) != (len(lab), len(lab)):
             raise SchemaError("<scenes>", "conf_matrix", f"a square matrix of side {len(lab)}", np.shape(conf))
-        pos, _ = _lookup(np.asarray(lab, np.int64), labels)
+        pos, _ = arrays.lookup(np.asarray(lab, np.int64), labels)
         total[np.ix_(pos, pos)] += np.asarray(conf, dtype=np.int64)
     return total, labels
 
@@ -295,11 +241,11 @@ def evaluate_conditions(
         if not scenes:
             raise SchemaError(f"<{cond}>", "scenes", "at least one scene", "{}")
         per = {}
-        for scene, arrays in scenes.items():
-            if not isinstance(arrays, (tuple, list)) or len(arrays) != 4:
+        for scene, inputs in scenes.items():
+            if not isinstance(inputs, (tuple, list)) or len(inputs) != 4:
                 raise SchemaError(f"<{cond}/{scene}>", "scene", "(gt_points, gt_labels, pred_points, pred_labels)",
-                                  type(arrays).__name__)
-            per[scene] = evaluate_scene(*arrays, k=k, excluded=excluded, name=f"<{cond}/{scene}>")
+                                  type(inputs).__name__)
+            per[scene] = evaluate_scene(*inputs, k=k, excluded=excluded, name=f"<{cond}/{scene}>")
         if aggregate == "pooled":
             overall = metrics(*pool([(r["conf_matrix"], r["labels"]) for r in per.values()]))
         else:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evaluation.labels import CATEGORIES
 from tiermap import atomic
 from tiermap.schema import SchemaError
 
@@ -19,7 +20,7 @@ KINDS = ("segmentation", "retrieval", "omq", "osma")
 REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions"}
 """The section each kind of result must carry (a JSON object)."""
 
-FREQ_CATEGORIES = ("synonyms", "depictions", "vis_sim", "clutter", "missing", "incorrect")
+FREQ_CATEGORIES = CATEGORIES
 """OpenLex3D Top-N frequency categories in the paper's column order (S D VS C M I)."""
 CATEGORY_COLORS = {
     "synonyms": "#2ca02c",

@@ -30,6 +30,7 @@ from scipy import sparse
 from scipy.spatial import cKDTree
 from tqdm import tqdm
 
+from evaluation import arrays
 from tiermap.schema import SchemaError
 
 # Official `opt["overlap_thresholds"]` (evaluate_queries.py); the same float expression, so 0.6 is 0.6000000000000001.
@@ -73,37 +74,6 @@ class _Matches:
 
 
 # ---------------------------------------------------------------- validation
-def _points(a: Any, path: str, field: str) -> np.ndarray:
-    """An (N, 3) finite array cast to float32 (as the official code does before FAISS), then float64."""
-    arr = np.asarray(a)
-    if arr.ndim != 2 or arr.shape[1] != 3 or not (np.issubdtype(arr.dtype, np.number) and arr.dtype.kind != "c"):
-        raise SchemaError(path, field, "an (N, 3) numeric array of points", f"shape {arr.shape}, dtype {arr.dtype}")
-    if not np.isfinite(arr).all():
-        raise SchemaError(path, field, "finite coordinates", "NaN or inf")
-    return arr.astype(np.float32).astype(np.float64)
-
-
-def _ints(a: Any, path: str, field: str, n: int) -> np.ndarray:
-    """A 1-D integer array of length n."""
-    arr = np.asarray(a)
-    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise SchemaError(path, field, "a 1-D integer array", f"shape {arr.shape}, dtype {arr.dtype}")
-    if len(arr) != n:
-        raise SchemaError(path, field, f"{n} values (one per point)", len(arr))
-    return arr.astype(np.int64)
-
-
-def _features(a: Any, path: str, field: str) -> np.ndarray:
-    """A finite 2-D float matrix with at least one row, in float32 or wider."""
-    arr = np.asarray(a)
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or not np.issubdtype(arr.dtype, np.number):
-        raise SchemaError(path, field, "a non-empty 2-D numeric matrix", f"shape {arr.shape}, dtype {arr.dtype}")
-    arr = arr.astype(np.result_type(arr.dtype, np.float32), copy=False)
-    if not np.isfinite(arr).all():
-        raise SchemaError(path, field, "finite values", "NaN or inf")
-    return arr
-
-
 def _queries(queries: Any, path: str) -> list[tuple[str, str, list[int]]]:
     """Flatten {level: {text: ids}} to (query id, text, ids) in file order, as `load_query_json`."""
     if not isinstance(queries, Mapping):
@@ -258,10 +228,7 @@ def _align_per_mask(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: fl
 def _cosine(emb: np.ndarray, text: np.ndarray) -> np.ndarray:
     """Cosine similarity (n_inst, n_q) as torch.nn.functional.cosine_similarity: rows divided by max(norm, 1e-8)."""
     dtype = np.result_type(emb.dtype, text.dtype)
-    e, t = emb.astype(dtype, copy=False), text.astype(dtype, copy=False)
-    e = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), dtype.type(1e-8))
-    t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), dtype.type(1e-8))
-    return (e @ t.T).astype(np.float64)
+    return (arrays.unit_rows(emb.astype(dtype, copy=False)) @ arrays.unit_rows(text.astype(dtype, copy=False)).T).astype(np.float64)
 
 
 def _predictions(emb: np.ndarray, text: np.ndarray, aligned: np.ndarray, criteria: str, top_k: int,
@@ -304,11 +271,12 @@ def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, c
                    skip_missing_objects: bool, unassigned_compete: bool) -> _Matches:
     """GT instances, aligned predicted instances and their intersections for one scene."""
     path = f"<{scene.name}>"
-    gt = _points(scene.gt_points, path, "gt_points")
-    gt_ids = _ints(scene.gt_ids, path, "gt_ids", len(gt))
-    pred = _points(scene.pred_points, path, "pred_points")
-    index = _ints(scene.pred_index, path, "pred_index", len(pred))
-    emb = _features(scene.pred_embeddings, path, "pred_embeddings")
+    # Cast to float32 first, as the official code does before FAISS.
+    gt = arrays.points(scene.gt_points, path, "gt_points", allow_empty=True).astype(np.float32).astype(np.float64)
+    gt_ids = arrays.ints(scene.gt_ids, path, "gt_ids", len(gt))
+    pred = arrays.points(scene.pred_points, path, "pred_points", allow_empty=True).astype(np.float32).astype(np.float64)
+    index = arrays.ints(scene.pred_index, path, "pred_index", len(pred))
+    emb = arrays.matrix(scene.pred_embeddings, path, "pred_embeddings", min_rows=1)
     n_inst = emb.shape[0]
     bad = (index < -1) | (index >= n_inst)
     if bad.any():
@@ -522,7 +490,7 @@ def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[li
     _option(dup is None, "scenes", "unique scene names", dup)
 
     texts = list(dict.fromkeys(t for s in scenes for _, t, _ in _queries(s.queries, f"<{s.name}>")))
-    feats = _features(text_features(texts), "<text_features>", "features") if texts else np.zeros((0, 1))
+    feats = arrays.matrix(text_features(texts), "<text_features>", "features", min_rows=1) if texts else np.zeros((0, 1))
     if texts and feats.shape[0] != len(texts):
         raise SchemaError("<text_features>", "features", f"{len(texts)} rows (one per query text)", feats.shape[0])
     text_rows = dict(zip(texts, feats))

@@ -9,7 +9,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from evaluation import set_ranking, topn
-from evaluation.labels import CATEGORIES, EXCLUDED_LABELS, NONE, build_label_table
+from evaluation.arrays import unit_rows
+from evaluation.labels import CATEGORIES, EXCLUDED_LABELS, build_label_table
 from evaluation.text_features import TextEncoder, check_texts
 from evaluation.voxel import VOXEL_SIZE, downsample_predictions
 from tiermap import schema
@@ -43,11 +44,6 @@ def visible_ids(raw_points: np.ndarray, raw_ids: np.ndarray, visible: np.ndarray
     """Ids of the visible cloud: nearest raw GT point's id when strictly closer than 5 cm, else -1 (official)."""
     dist, j = cKDTree(raw_points).query(visible)
     return np.where(dist < MISSING_DISTANCE, raw_ids[j], -1)
-
-
-def _unit(feats: np.ndarray) -> np.ndarray:
-    feats = np.asarray(feats, dtype=np.float32)
-    return feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-8)
 
 
 def evaluate_scene(scene: SegmentationScene, prompts: list[str], prompt_feats: np.ndarray, top_n: tuple[int, ...] = (1, 5, 10),
@@ -86,18 +82,18 @@ def evaluate_scene(scene: SegmentationScene, prompts: list[str], prompt_feats: n
     pair_of_point = np.full(len(gt_points), -1, dtype=np.int64)
     pair_of_point[needed] = pair_inv
 
-    text = torch.from_numpy(_unit(prompt_feats))
+    text = torch.from_numpy(unit_rows(np.asarray(prompt_feats, np.float32)))
     n_max = max(top_n)
     pair_top = np.zeros((len(pair_key), n_max), dtype=np.int64)
     sums = np.zeros((len(pair_key), len(set_ranking.FIELDS)))
+    # np.unique sorts the keys row-major, so each chunk of prediction rows owns one contiguous run of pairs.
     rows, row_of_pair = np.unique(pair_pred, return_inverse=True)
-    order = np.argsort(row_of_pair, kind="stable")
-    bounds = np.searchsorted(row_of_pair[order], np.arange(0, len(rows) + CHUNK_ROWS, CHUNK_ROWS))
+    bounds = np.searchsorted(row_of_pair, np.arange(0, len(rows) + CHUNK_ROWS, CHUNK_ROWS))
     for c, start in enumerate(range(0, len(rows), CHUNK_ROWS)):
-        feats = torch.from_numpy(_unit(pred.embeddings[rows[start:start + CHUNK_ROWS]]))
+        feats = torch.from_numpy(unit_rows(pred.embeddings[rows[start:start + CHUNK_ROWS]].astype(np.float32)))
         logits = feats @ text.T
         desc_vals, desc_idx = torch.sort(logits, dim=1, descending=True)
-        pairs = order[bounds[c]:bounds[c + 1]]
+        pairs = np.arange(bounds[c], bounds[c + 1])
         local = torch.from_numpy(row_of_pair[pairs] - start)
         pair_top[pairs] = desc_idx[local, :n_max].numpy()
         if with_set_ranking:
@@ -105,23 +101,23 @@ def evaluate_scene(scene: SegmentationScene, prompts: list[str], prompt_feats: n
             for o in np.unique(pair_obj[pairs]):
                 sel = pairs[pair_obj[pairs] == o]
                 li = torch.from_numpy(row_of_pair[sel] - start)
+                obj_logits, obj_asc = logits[li], asc[li].contiguous()
                 s_idx, d_idx, v_idx = table.tiers[o]
-                sec_idx = np.concatenate([d_idx, v_idx])
                 ranks = []
-                for idx in (s_idx, sec_idx):
-                    vals = logits[li][:, torch.from_numpy(idx)] if len(idx) else torch.zeros((len(sel), 0))
+                for idx in (s_idx, np.concatenate([d_idx, v_idx])):
+                    vals = obj_logits[:, torch.from_numpy(idx)].contiguous()
                     # 0-based position in the descending ranking = number of prompts with a larger logit
-                    ranks.append((len(prompts) - torch.searchsorted(asc[li].contiguous(), vals.contiguous(), right=True)).numpy())
+                    ranks.append((len(prompts) - torch.searchsorted(obj_asc, vals, right=True)).numpy())
                 sums[sel] = set_ranking.pair_sums(ranks[0], ranks[1], len(prompts))
 
     result: dict = {"frequency": {}, "n_gt_points": int(len(gt_points)), "n_pred_points": int(len(pred.points)),
-                    "n_voxels": int(len(ds_points)), "n_objects_scored": 0}
+                    "n_voxels": int(len(ds_points)), "n_objects_scored": int(len(np.unique(obj_row[counted]))),
+                    "labels_not_in_prompt_list": table.missing_labels}
+    point_pair = np.where(pair_of_point >= 0, pair_of_point, 0)
     for n in top_n:
         code = topn.pair_categories(table.category, pair_obj, pair_top[:, :n]) if len(pair_key) else np.zeros(0, np.int8)
-        point_pair = np.where(pair_of_point >= 0, pair_of_point, 0)
         codes = topn.point_categories(code, point_pair, missing, counted)
         result["frequency"][f"top{n}"] = topn.frequency(codes, obj_row, n_obj)
-        result["n_objects_scored"] = int(len(np.unique(obj_row[codes != NONE])))
         if keep_point_categories and n == min(top_n):
             names = np.array([*CATEGORIES, "none"])
             result["_point_categories"] = (gt_points, names[codes])

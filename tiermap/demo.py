@@ -48,11 +48,13 @@ def score_baseline(ds: schema.DatasetPaths, scenes: list[str], conditions: list[
     from evaluation.text_features import FeatureFile, MiniLMEncoder
 
     preds, out = ds.dir / "predictions" / "caption-oracle", ds.dir / "eval" / "caption-oracle"
+    minilm = MiniLMEncoder()  # one model load for every sequence and the OSMa vocabulary
     for scene in scenes:
         gt = ds.gt / scene
         for cond in conditions:
             caption_baseline(ds.sequence_dir(scene, cond), preds / cond / scene, gt_classes=gt / "objects.json",
-                             prompt_list=ds.prompt_list, queries=[gt / "gt_categories_query_to_object_mapping_all.json"])
+                             prompt_list=ds.prompt_list, queries=[gt / "gt_categories_query_to_object_mapping_all.json"],
+                             encoder=minilm)
     ref = preds / reference
     enc = FeatureFile(ref / scenes[0] / "text_features.npz")
     note = json.loads((ref / scenes[0] / "method.json").read_text())["note"]
@@ -63,7 +65,7 @@ def score_baseline(ds: schema.DatasetPaths, scenes: list[str], conditions: list[
     ret = evaluate_retrieval(retrieval_scenes(ref, None, None, None, None, ds.gt, scenes, "all"), enc) | named
     write_report(out / "retrieval", ret)
     for scene in scenes:
-        data = osma_inputs(ds.gt / scene / "gt_cloud.ply", None, None, preds, conditions, MiniLMEncoder(), ("an image of {}",))
+        data = osma_inputs(ds.gt / scene / "gt_cloud.ply", None, None, preds, conditions, minilm, ("an image of {}",))
         write_report(out / "osma" / scene, evaluate_conditions(data, baseline=reference) | named)
     omq = score_omq([ds.gt / s / "objects.json" for s in scenes], [ref / s / "benchbot_results.json" for s in scenes]) | named
     write_report(out / "omq", omq)

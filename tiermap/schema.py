@@ -745,11 +745,6 @@ class Predictions:
     def __init__(self, folder: Path, cloud: Path, points: np.ndarray, embeddings: np.ndarray, index: np.ndarray) -> None:
         self.folder, self.cloud, self.points, self.embeddings, self.index = folder, cloud, points, embeddings, index
 
-    @property
-    def assigned(self) -> np.ndarray:
-        """Mask of points with an embedding row (index ≥ 0)."""
-        return self.index >= 0
-
 
 def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predictions:
     """point_cloud.pcd|ply + embeddings.npy + index.npy, checked: index length, range, finite features."""
