@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -87,31 +86,22 @@ def crop(sequence: Path, frame: int, object_id: int, pad: int = 8) -> bytes:
 
 def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str, cache: Path) -> dict[int, str]:
     """One short caption per object from Gemini (image bytes + JSON schema); cached per object so re-runs are free."""
-    from google import genai
-    from google.genai import types
     from pydantic import BaseModel
+
+    from tiermap.gemini import ask_image, gemini_client
 
     class Caption(BaseModel):
         caption: str
 
     done = {int(k): v for k, v in json.loads(cache.read_text()).items()} if cache.is_file() else {}
-    key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-    if not key and len(done) < len(best):
-        raise schema.SchemaError("GEMINI_API_KEY", "<env>", "a Gemini API key in the environment for --captions gemini")
-    client = genai.Client(api_key=key, http_options=types.HttpOptions(
-        base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL"),
-        retry_options=types.HttpRetryOptions(attempts=5, initial_delay=0.5, max_delay=8.0))) if len(done) < len(best) else None
+    client = gemini_client("--captions gemini") if len(done) < len(best) else None
     for oid, (frame, _) in sorted(best.items()):
         if oid in done:
             continue
-        resp = client.models.generate_content(
-            model=model,
-            contents=[types.Part.from_bytes(data=crop(sequence, frame, oid), mime_type="image/png"),
-                      "Name the main object in this image in 1-4 words, as a person would call it."],
-            config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=Caption, temperature=0.0))
-        if resp.parsed is None or not resp.parsed.caption.strip():
-            raise schema.SchemaError(f"gemini:{model}", f"object {oid}", "a JSON answer {\"caption\": ...}", resp.text)
-        done[oid] = resp.parsed.caption.strip().lower()
+        ans = ask_image(client, model, crop(sequence, frame, oid), "Name the main object in this image in 1-4 words, as a person would call it.", Caption)
+        if not ans.caption.strip():
+            raise schema.SchemaError(f"gemini:{model}", f"object {oid}", "a non-empty caption", ans.caption)
+        done[oid] = ans.caption.strip().lower()
         atomic.write_text(cache, json.dumps({str(k): v for k, v in sorted(done.items())}, indent=1))
     return {oid: done[oid] for oid in best}
 

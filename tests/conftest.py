@@ -7,8 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from collections.abc import Iterator
+
 import pytest
 import yaml
+
+from tiermap import schema
+from tiermap.demo import label_with_simulated_annotators
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -43,6 +48,7 @@ def small_params(conditions: list[str] | None = None) -> dict:
     p["trajectory"].update(n_goals=1, fps=2)
     p["conditions"] = conditions or ["baseline", "nominal", "velocity"]
     p["gt"]["min_pixels"] = 2
+    p["annotation"]["crops"].update(min_pixels=2, size=32)
     return p
 
 
@@ -59,13 +65,39 @@ def init_pipeline_repo(path: Path, params: dict) -> Path:
 
 
 @pytest.fixture(scope="session")
+def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPaths:
+    """A dataset with one rendered scene (reference condition only), its scene GT and crops; copy before changing it."""
+    from tiermap import stages
+
+    p = small_params(["baseline"])
+    ds = schema.DatasetPaths(tmp_path_factory.mktemp("crops") / "datasets", "demo")
+    stages.make_scene(ds, "room0", p)
+    stages.make_sequence(ds, "room0", "baseline", p)
+    stages.make_scene_gt(ds, "room0", p, out=stages.build_dir(ds, "room0"))
+    stages.make_crops(ds, "room0", p)
+    return ds
+
+
+@pytest.fixture
+def ls_dataset(crops_dataset: schema.DatasetPaths, tmp_path: Path) -> Iterator[schema.DatasetPaths]:
+    """A private copy of the crops dataset with its own running Label Studio (stopped afterwards)."""
+    from annotation import ls_server
+
+    ds = schema.DatasetPaths(tmp_path / "datasets", "demo")
+    shutil.copytree(crops_dataset.dir, ds.dir)
+    ls_server.start(ds)
+    yield ds
+    ls_server.stop(ds)
+
+
+@pytest.fixture(scope="session")
 def built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A reproduced pipeline repo (scenes, sequences, GT, validation) with labels and everything committed."""
     repo = init_pipeline_repo(tmp_path_factory.mktemp("template") / "repo", small_params())
     dvc = str(BIN / "dvc")
     run([dvc, "repro", "sequence", "scene_gt"], repo)
-    run([str(BIN / "tiermap"), "annotate", "lexicon", "--dataset", "demo"], repo)
-    run([dvc, "add", "-q", "datasets/demo/labels/labels.parquet"], repo)
+    # Real Label Studio with 4 simulated annotators, exactly as `make demo` labels the dataset.
+    label_with_simulated_annotators(repo, schema.DatasetPaths(repo / "datasets", "demo"), ["room0"], 4)
     run([dvc, "repro"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "pipeline"], repo)

@@ -15,7 +15,9 @@ from tiermap import schema
 app = typer.Typer(help="tiermap: versioned RGB-D datasets, tiered labels and scoring for open-vocabulary 3D scene understanding.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 generate = typer.Typer(help="Scenes, lighting-varied sequences and scene GT (the first half of the pipeline).", no_args_is_help=True)
-annotate = typer.Typer(help="Labels: lexicon seeding, aggregation into the official GT files.", no_args_is_help=True)
+annotate = typer.Typer(help="Labelling: crops, Label Studio server, push/pull, annotators, Gemini suggestions.", no_args_is_help=True)
+users = typer.Typer(help="Annotator accounts on the dataset's Label Studio.", no_args_is_help=True)
+annotate.add_typer(users, name="users")
 app.add_typer(generate, name="generate")
 app.add_typer(annotate, name="annotate")
 app.add_typer(eval_app, name="eval")
@@ -45,7 +47,7 @@ def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 
     try:
         return fn(*args, **kwargs)
-    except (schema.SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError) as err:
+    except (schema.SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         _fail(err)
 
 
@@ -92,36 +94,168 @@ def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
         console.print(f"wrote {p}")
 
 
+def _scenes(params: Path) -> list[str]:
+    from tiermap.stages import load_params
+
+    return list(_run(lambda: load_params(params))["scenes"])
+
+
+def _ls(root: Path, dataset: str, url: str | None, token: str | None):  # type: ignore[no-untyped-def]
+    from annotation.project import connect
+
+    return _run(lambda: connect(_paths(root, dataset), url, token))
+
+
+UrlOpt = Annotated[str | None, typer.Option("--url", help="Label Studio URL (default: the dataset's server, or $TIERMAP_LS_URL).")]
+TokenOpt = Annotated[str | None, typer.Option("--token", help="API token (default: the server's credentials file, or $TIERMAP_LS_TOKEN).")]
+
+
+def _show(counts: dict) -> None:  # type: ignore[type-arg]
+    for k, v in counts.items():
+        console.print(f"  {k}: {v}", highlight=False)
+
+
+@annotate.command("crops")
+def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).")] = None,
+                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Pick the best views of every visible object and write masked, context and frame crops under crops/<scene>/."""
+    from tiermap.stages import load_params, make_crops
+
+    p = _run(lambda: load_params(params))
+    for s in [scene] if scene else list(p["scenes"]):
+        index = _run(lambda: make_crops(_paths(root, dataset), s, p))
+        console.print(f"crops {s}: {len(index.objects)} objects, {len(index.skipped)} skipped -> {_paths(root, dataset).dir / 'crops' / s}")
+
+
+@annotate.command("serve")
+def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo",
+                   port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
+                   background: Annotated[bool, typer.Option("--background", help="Start and return (stop with --stop).")] = False,
+                   stop: Annotated[bool, typer.Option("--stop", help="Stop the dataset's running server.")] = False) -> None:
+    """Run Label Studio for the dataset on 127.0.0.1 (offline, data and secrets under datasets/<d>/labelstudio/)."""
+    from annotation import ls_server
+
+    ds = _paths(root, dataset)
+    if stop:
+        console.print("stopped" if _run(lambda: ls_server.stop(ds)) else "no server was running")
+        return
+    if background:
+        cred = _run(lambda: ls_server.start(ds, port, log=console.print))
+        console.print(f"Label Studio for {dataset}: {cred.url} (admin {cred.email}; password and token in {ls_server.credentials_path(ds)})")
+        return
+    _run(lambda: ls_server.serve_forever(ds, port, log=console.print))
+
+
+@annotate.command("push")
+def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                  url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Create or update the labelling project and one task per (scene, object); safe to re-run."""
+    from annotation.push import push
+    from tiermap.stages import load_params
+
+    p = _run(lambda: load_params(params))
+    ls = _ls(root, dataset, url, token)
+    _show(_run(lambda: push(_paths(root, dataset), list(p["scenes"]), ls, int(p["annotation"]["annotators"]), log=console.print)))
+
+
+@annotate.command("pull")
+def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                  url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Export annotations: raw export kept in labels/raw/, tidy table labels/labels.parquet, rejects in labels/flagged.csv."""
+    from annotation.pull import pull
+
+    ls = _ls(root, dataset, url, token)
+    _show(_run(lambda: pull(_paths(root, dataset), _scenes(params), ls)))
+
+
+@annotate.command("simulate")
+def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of simulated annotators.")] = 4,
+                      seed: Annotated[int, typer.Option(help="Noise seed.")] = 0,
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                      url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Simulated annotators log in as distinct users and submit noisy lexicon labels (demo and tests)."""
+    from annotation.simulate import simulate
+
+    ls = _ls(root, dataset, url, token)
+    _show(_run(lambda: simulate(_paths(root, dataset), _scenes(params), ls, annotators, seed, log=console.print)))
+
+
+@annotate.command("suggest")
+def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask Gemini (needs GEMINI_API_KEY).")] = False,
+                     model: Annotated[str, typer.Option(help="Gemini model.")] = "gemini-2.5-flash",
+                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                     url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """LVLM pre-annotation: label suggestions per crop imported as Label Studio predictions (cached; re-runs are free)."""
+    from annotation.suggest import suggest
+
+    if not gemini:
+        _fail(ValueError("choose a suggestion source: --gemini"))
+    ls = _ls(root, dataset, url, token)
+    _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), ls, model, log=console.print)))
+
+
+@users.command("add")
+def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail addresses (default: annotator1..N@tiermap.local).")] = None,
+              count: Annotated[int, typer.Option(help="How many default accounts when no e-mail is given.")] = 4,
+              root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Create annotator accounts with passwords (printed once; also kept in the server's credentials file)."""
+    from annotation.annotators import add_users, default_emails
+
+    ls = _ls(root, dataset, url, token)
+    for email, pw in _run(lambda: add_users(_paths(root, dataset), ls, emails or default_emails(count))).items():
+        console.print(f"  {email}  password: {pw}", highlight=False)
+    console.print(f"log in at {ls.url}/user/login/")
+
+
+@users.command("list")
+def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """List the server's accounts."""
+    ls = _ls(root, dataset, url, token)
+    for u in _run(ls.users):
+        console.print(f"  {u['id']:>4}  {u['email']}", highlight=False)
+
+
 @annotate.command("lexicon")
 def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
-    """Write labels/labels.parquet from the scenes' lexicons (seed labels for demos)."""
+    """Write labels/labels.parquet from the scenes' lexicons (seed labels without Label Studio)."""
     from tiermap.stages import labels_from_lexicon, load_params
 
     out = _run(lambda: labels_from_lexicon(_paths(root, dataset), list(load_params(params)["scenes"])))
     console.print(f"labels written: {out}")
 
 
-@annotate.command("aggregate")
-def annotate_aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
-    """Aggregate labels into gt/: gt_categories.json with clutter, query mappings, prompt list."""
-    from tiermap.stages import load_params, make_gt
+@app.command("aggregate")
+def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Merge annotators' labels into aggregated/<scene>/gt_categories.json (OpenLex3D §3.1.2)."""
+    from tiermap.stages import make_aggregate
 
-    counts = _run(lambda: make_gt(_paths(root, dataset), list(load_params(params)["scenes"])))
-    console.print(f"GT assembled under {_paths(root, dataset).gt}: {counts}")
+    _show(_run(lambda: make_aggregate(_paths(root, dataset), _scenes(params))))
+
+
+@app.command("clutter")
+def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Clutter from oriented-box IoU > 0 and the published gt/ (query mappings, prompt list, scene GT)."""
+    from tiermap.stages import make_clutter
+
+    _show(_run(lambda: make_clutter(_paths(root, dataset), _scenes(params))))
 
 
 @app.command("validate")
-def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
-    """Validate the GT files and labels; write validation.json; exit 1 on failure."""
-    from tiermap.validate import validate_dataset
+def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+             labels: Annotated[Path | None, typer.Option("--labels", help="Check one gt_categories.json on its own.")] = None) -> None:
+    """Great-expectations suite over the labels and GT files; Data Docs HTML; exit 1 when any expectation fails."""
+    from tiermap.stages import load_params
+    from tiermap.validate import format_summary, validate_dataset, validate_labels_file
 
-    ds = _paths(root, dataset)
-    report = _run(lambda: validate_dataset(ds))
-    for c in report["checks"]:
-        console.print(f"  {'[green]ok[/green]  ' if c['success'] else '[red]FAIL[/red]'} {c['name']}", highlight=False)
-        for f in c["failures"]:
-            console.print(f"         {f}", highlight=False, soft_wrap=True)
-    console.print(f"report: {ds.validation_report}")
+    if labels is not None:
+        report = _run(lambda: validate_labels_file(labels))
+    else:
+        ds = _paths(root, dataset)
+        n = int(((load_params(params) if params.is_file() else {}).get("annotation") or {}).get("annotators", 4))
+        report = _run(lambda: validate_dataset(ds, annotators=n))
+        console.print(f"report: {ds.validation_report}")
+    for line in format_summary(report):
+        console.print(line, highlight=False, soft_wrap=True)
     if not report["success"]:
         raise typer.Exit(1)
 

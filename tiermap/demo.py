@@ -5,33 +5,49 @@ import json
 from pathlib import Path
 
 from tiermap import schema
-from tiermap.stages import dvc, labels_from_lexicon, load_params
+from tiermap.stages import dvc, load_params
+
+
+def label_with_simulated_annotators(repo: Path, ds: schema.DatasetPaths, scenes: list[str], annotators: int) -> dict[str, int]:
+    """Start the dataset's Label Studio, push crops, let simulated annotators label, pull; stop the server."""
+    from annotation import ls_server
+    from annotation.project import connect
+    from annotation.simulate import simulate
+
+    ls_server.start(ds)
+    try:
+        dvc(["repro", "push"], repo)
+        counts = simulate(ds, scenes, connect(ds), annotators)
+        dvc(["repro", "-f", "-s", "pull"], repo)
+    finally:
+        ls_server.stop(ds)
+    return counts
 
 
 def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
-    """scenes → sequences → scene GT → labels (lexicon seed unless labels exist) → GT → validation."""
+    """scenes → sequences → scene GT → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
     params = load_params(repo / "params.yaml")
+    scenes = list(params["scenes"])
     if not (repo / ".dvc").is_dir():
         dvc(["init", "-q"], repo)
         dvc(["config", "core.analytics", "false"], repo)
         dvc(["config", "core.check_update", "false"], repo)
     dvc(["repro", "sequence", "scene_gt"], repo)
-    labels = ds.labels / "labels.parquet"
-    if not labels.is_file():
-        # Human labels are never overwritten: the lexicon only seeds a dataset that has none yet.
-        labels_from_lexicon(ds, list(params["scenes"]))
-        dvc(["add", "-q", str(labels)], repo)
+    sim = label_with_simulated_annotators(repo, ds, scenes, int(params["annotation"]["annotators"]))
     dvc(["repro"], repo)
-    scores = score_baseline(ds, list(params["scenes"]), list(params["conditions"]), params.get("reference_condition", "baseline"))
+    scores = score_baseline(ds, scenes, list(params["conditions"]), params.get("reference_condition", "baseline"))
     report = json.loads(ds.validation_report.read_text())
     seqs = sorted(p.parent.relative_to(ds.dir).as_posix() for p in (ds.dir / "sequences").glob("*/*/meta.json"))
     return {
         "sequences": f"{ds.dir / 'sequences'} ({len(seqs)}: {', '.join(seqs)})",
         "previews": f"{ds.dir / 'previews'} (contact_sheet.png, topdown.png per scene)",
+        "crops": f"{ds.dir / 'crops'} (what annotators see)",
+        "labels": f"{ds.labels} ({sim['tasks']} tasks, {sim['annotators']} simulated annotators in Label Studio; raw exports in raw/)",
         "ground truth": str(ds.gt),
-        "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'})",
+        "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'}; Data Docs {ds.dir / 'validation_docs' / 'index.html'})",
         "baseline predictions": str(ds.dir / "predictions" / "caption-oracle"),
         "scores": scores,
+        "label studio": f"tiermap annotate serve --dataset {ds.name}   (browse the project; credentials in {ds.dir / 'labelstudio'})",
         "next": f"tiermap release 0.1.0 --dataset {ds.name}   (after `git commit` and `dvc remote add -d ...`)",
     }
 

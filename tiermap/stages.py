@@ -80,29 +80,60 @@ def labels_from_lexicon(ds: schema.DatasetPaths, scenes: list[str]) -> Path:
     return schema.write_labels(ds.labels / "labels.parquet", df)
 
 
-def make_gt(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
-    """Assemble the published gt/ folder: labels aggregated, clutter, query mappings, prompt list, scene GT."""
-    from annotation.aggregate import aggregate_scene
-    from annotation.clutter import add_clutter, boxes_from_cloud, clutter_pairs
-    from annotation.queries import prompt_labels, query_mappings
-    from generation.scene_gt import GT_CLOUD
+def make_crops(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> schema.CropIndex:
+    """crops/<scene>/: best views, masked and context crops of every visible object (what annotators see)."""
+    from annotation.crops import write_crops
+
+    c = params["annotation"]["crops"]
+    return write_crops(ds.scene_dir(scene) / "scene.json", ds.sequence_dir(scene, params["reference_condition"]),
+                       build_dir(ds, scene) / "visibility.json", ds.dir / "crops" / scene,
+                       k=int(c["k"]), min_pixels=int(c["min_pixels"]), pad=float(c["pad"]), size=int(c["size"]))
+
+
+def aggregated_dir(ds: schema.DatasetPaths) -> Path:
+    """aggregated/<scene>/gt_categories.json (labels merged, before clutter) and spelling_corrections.csv."""
+    return ds.dir / "aggregated"
+
+
+def make_aggregate(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
+    """Merge annotators' labels per object (normalise, spell-correct, union, least specific category, ambiguous flag)."""
+    from annotation.aggregate import aggregate_dataset_with_report
 
     labels = schema.read_labels(ds.labels / "labels.parquet")
     unknown = sorted(set(labels["scene"]) - set(scenes))
     if unknown:
         raise schema.SchemaError(ds.labels / "labels.parquet", "scene", f"scenes of this dataset {scenes}", unknown[0])
+    names: dict[str, dict[int, str]] = {}
+    for scene in scenes:
+        sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
+        names[scene] = {o.id: o.class_name for o in sc.objects}
+        bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - set(names[scene]))
+        if bad:
+            raise schema.SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
+    # Known words for spelling correction: the objects' class names (the labels themselves weigh in by use).
+    vocabulary = {n.replace("_", " ") for objs in names.values() for n in objs.values()}
+    gts, corrections = aggregate_dataset_with_report(labels, names, vocabulary)
+    with atomic_dir(aggregated_dir(ds)) as tmp:
+        for scene, gt in gts.items():
+            (tmp / scene).mkdir()
+            schema.write_model(gt, tmp / scene / "gt_categories.json")
+        corrections.to_csv(tmp / "spelling_corrections.csv", index=False)
+    return {"scenes": len(gts), "objects": sum(len(g.dataset.samples) for g in gts.values()), "spelling corrections": len(corrections)}
+
+
+def make_clutter(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
+    """Assemble gt/: clutter from oriented-box IoU > 0, query mappings l0/l1/all, prompt list, scene GT files."""
+    from annotation.clutter import add_clutter, boxes_from_cloud, clutter_pairs
+    from annotation.queries import prompt_labels, query_mappings
+    from generation.scene_gt import GT_CLOUD
+
     gts = []
-    counts = {"scenes": 0, "objects": 0}
+    counts = {"scenes": 0, "objects": 0, "clutter pairs": 0}
     with atomic_dir(ds.gt) as tmp:
         for scene in scenes:
-            # In the DVC pipeline scene GT comes from build/<scene>; run by hand it was written to gt/<scene>.
+            # In the DVC pipeline scene GT comes from build/<scene>; run by hand it may have been written to gt/<scene>.
             src = build_dir(ds, scene) if build_dir(ds, scene).is_dir() else ds.gt / scene
-            sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
-            known = {o.id for o in sc.objects}
-            bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - known)
-            if bad:
-                raise schema.SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
-            gt = aggregate_scene(labels, scene, {o.id: o.class_name for o in sc.objects})
+            gt = schema.read_gt_categories(aggregated_dir(ds) / scene / "gt_categories.json")
             points, ids = schema.read_gt_cloud(src / GT_CLOUD)
             gt = add_clutter(gt, clutter_pairs(boxes_from_cloud(points, ids)))
             out = tmp / scene
@@ -115,6 +146,7 @@ def make_gt(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
             gts.append(gt)
             counts["scenes"] += 1
             counts["objects"] += len(gt.dataset.samples)
+            counts["clutter pairs"] += sum(len(s.labels.image_attributes.clutter) for s in gt.dataset.samples) // 2
         schema.write_prompt_list(tmp / "prompt_list.txt", prompt_labels(gts))
     return counts
 

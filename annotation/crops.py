@@ -1,0 +1,195 @@
+"""Images annotators see in Label Studio (OpenLex3D protocol): a masked crop, a context crop and K full views per object.
+
+Layout of the output folder (written atomically as a whole):
+    index.json                       CropIndex: parameters, one CropRecord per object (files + sha256), skipped objects
+    <object_id>/crop.png             RGBA crop of the best view, alpha = the exact instance mask (nearest-resized)
+    <object_id>/context.png          padded crop of the best view, object outlined
+    <object_id>/frame_<i>.jpg        the chosen full frames, object outlined
+    <object_id>/views.json           CropViews: chosen frames, pixels, boxes, border flags
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from annotation import views
+from tiermap import schema
+from tiermap.atomic import atomic_dir
+
+OUTLINE_RGB = (0, 255, 0)
+"""Outline colour (bright green; magenta is avoided because OpenLex3D's instructions reserve it for privacy masks)."""
+OUTLINE_PX = 2
+JPEG_QUALITY = 90
+
+
+def dilate(mask: np.ndarray, r: int) -> np.ndarray:
+    """Binary dilation by a (2r+1)² square, separable shifts (no per-pixel loops)."""
+    out = mask.copy()
+    for axis in (0, 1):
+        src = out.copy()
+        for s in range(1, r + 1):
+            if axis == 0:
+                out[s:] |= src[:-s]
+                out[:-s] |= src[s:]
+            else:
+                out[:, s:] |= src[:, :-s]
+                out[:, :-s] |= src[:, s:]
+    return out
+
+
+def outline(rgb: np.ndarray, mask: np.ndarray, px: int = OUTLINE_PX, color: tuple[int, int, int] = OUTLINE_RGB) -> np.ndarray:
+    """Copy of rgb with a px-wide contour drawn just outside the mask."""
+    out = rgb.copy()
+    out[dilate(mask, px) & ~mask] = color
+    return out
+
+
+def fit_size(w: int, h: int, size: int) -> tuple[int, int]:
+    """(w, h) scaled so the longer side is `size`, keeping the aspect ratio."""
+    s = size / max(w, h)
+    return max(1, int(w * s + 0.5)), max(1, int(h * s + 0.5))
+
+
+def resize_pair(rgb: np.ndarray, mask: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Resize an RGB crop (bicubic) and its mask (nearest neighbour) so the longer side is `size`."""
+    h, w = mask.shape
+    wh = fit_size(w, h, size)
+    if wh == (w, h):
+        return rgb, mask
+    big = np.asarray(Image.fromarray(rgb).resize(wh, Image.Resampling.BICUBIC))
+    m = np.asarray(Image.fromarray(mask.astype(np.uint8) * 255).resize(wh, Image.Resampling.NEAREST)) > 0
+    return big, m
+
+
+def context_box(box: np.ndarray | list[int], pad: float, w: int, h: int) -> list[int]:
+    """Box [x0, y0, x1, y1) grown by `pad` × its width/height on each side, clipped to the image."""
+    x0, y0, x1, y1 = (int(v) for v in box)
+    gx, gy = pad * (x1 - x0), pad * (y1 - y0)
+    return [max(0, math.floor(x0 - gx)), max(0, math.floor(y0 - gy)), min(w, math.ceil(x1 + gx)), min(h, math.ceil(y1 + gy))]
+
+
+def masked_crop(rgb: np.ndarray, mask: np.ndarray, box: list[int], size: int) -> Image.Image:
+    """RGBA crop of the box: alpha 255 on the mask, 0 (and black) elsewhere, longer side `size`."""
+    x0, y0, x1, y1 = box
+    c_rgb, c_mask = resize_pair(rgb[y0:y1, x0:x1], mask[y0:y1, x0:x1], size)
+    rgba = np.concatenate([c_rgb, (c_mask * 255).astype(np.uint8)[..., None]], axis=2)
+    rgba[~c_mask] = 0
+    return Image.fromarray(rgba, "RGBA")
+
+
+def context_crop(rgb: np.ndarray, mask: np.ndarray, box: list[int], size: int) -> Image.Image:
+    """Unmasked crop of the box with the object outlined, longer side `size` (outline drawn after resizing)."""
+    x0, y0, x1, y1 = box
+    c_rgb, c_mask = resize_pair(rgb[y0:y1, x0:x1], mask[y0:y1, x0:x1], size)
+    return Image.fromarray(outline(c_rgb, c_mask), "RGB")
+
+
+def encode(img: Image.Image, fmt: str) -> bytes:
+    """Image → PNG/JPEG bytes (deterministic: no timestamps, fixed quality)."""
+    buf = io.BytesIO()
+    if fmt == "JPEG":
+        img.save(buf, format="JPEG", quality=JPEG_QUALITY)
+    else:
+        img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def content_hash(files: list[tuple[str, bytes]]) -> str:
+    """sha256 over (name, sha256 of bytes) of each file, in the given order."""
+    h = hashlib.sha256()
+    for name, data in files:
+        h.update(name.encode("utf-8") + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+class _FrameCache:
+    """The last few (rgb, instance) frames read, so objects sharing a view read it once."""
+
+    def __init__(self, seq: views.Sequence, maxsize: int = 16) -> None:
+        self.seq, self.maxsize = seq, maxsize
+        self.items: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def get(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rgb (h, w, 3) uint8, instance (h, w) uint16) of a sequence row."""
+        if row in self.items:
+            self.items.move_to_end(row)
+            return self.items[row]
+        pair = (views.read_rgb(self.seq.rgb[row], self.seq.shape), views.read_instance(self.seq.instance[row], self.seq.shape))
+        self.items[row] = pair
+        if len(self.items) > self.maxsize:
+            self.items.popitem(last=False)
+        return pair
+
+
+def _check_args(k: int, min_pixels: int, pad: float, size: int) -> None:
+    """Reject parameters that cannot give crops."""
+    if k < 1 or size < 1 or min_pixels < 0 or not (pad >= 0 and math.isfinite(pad)):
+        raise ValueError(f"write_crops: expected k >= 1, size >= 1, min_pixels >= 0, finite pad >= 0 "
+                         f"(got k={k}, size={size}, min_pixels={min_pixels}, pad={pad})")
+
+
+def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out_dir: Path, k: int = 3, min_pixels: int = 50,
+                pad: float = 0.25, size: int = 256) -> schema.CropIndex:
+    """Select the best k views of every visible object and write its crop, context, frames and views.json; return the index."""
+    _check_args(k, min_pixels, pad, size)
+    scene_json, sequence_dir, visibility_json, out_dir = map(Path, (scene_json, sequence_dir, visibility_json, out_dir))
+    scene = schema.read_scene(scene_json)
+    vis = schema.read_visibility(visibility_json)
+    known = {o.id for o in scene.objects}
+    unknown = sorted(set(vis) - known)
+    if unknown:
+        raise schema.SchemaError(visibility_json, str(unknown[0]), f"ids of objects in {scene_json} (scene {scene.name!r})", unknown[0])
+    seq = views.open_sequence(sequence_dir)
+    h, w = seq.shape
+    objs = sorted(scene.objects, key=lambda o: o.id)
+    visible = [o for o in objs if o.id in vis and vis[o.id].frames > 0]
+    stats = views.score_frames(seq, [o.id for o in visible])
+    picks = views.select_all(stats, seq.poses, {o.id: np.asarray(o.obb.center) for o in visible}, k, min_pixels)
+    col = {oid: c for c, oid in enumerate(stats.ids.tolist())}
+    skipped = []
+    for o in objs:
+        if o.id not in vis or vis[o.id].frames == 0:
+            skipped.append(schema.CropSkip(object_id=o.id, reason="not visible in the reference sequence (visibility.json)"))
+        elif o.id not in picks:
+            most = int(stats.area[:, col[o.id]].max(initial=0))
+            skipped.append(schema.CropSkip(object_id=o.id, reason=f"fewer than {min_pixels} pixels in every frame (at most {most})"))
+    cache = _FrameCache(seq)
+    records = []
+    with atomic_dir(out_dir) as tmp:
+        for o in tqdm([o for o in objs if o.id in picks], desc=f"crops {scene.name}", unit="object", leave=False, disable=None):
+            c, rows = col[o.id], picks[o.id]
+            folder = tmp / str(o.id)
+            folder.mkdir()
+            files: list[tuple[str, bytes]] = []
+            chosen = []
+            for i, row in enumerate(rows):
+                rgb, inst = cache.get(row)
+                mask = inst == o.id
+                box = [int(v) for v in stats.bbox[row, c]]
+                if i == 0:
+                    ctx = context_box(box, pad, w, h)
+                    files.append(("crop.png", encode(masked_crop(rgb, mask, box, size), "PNG")))
+                    files.append(("context.png", encode(context_crop(rgb, mask, ctx, size), "PNG")))
+                name = f"frame_{i}.jpg"
+                files.append((name, encode(Image.fromarray(outline(rgb, mask), "RGB"), "JPEG")))
+                chosen.append(schema.CropView(frame=int(seq.frames[row]), file=name, pixels=int(stats.area[row, c]), bbox=box,
+                                              border_cut=bool(stats.border[row, c])))
+            for name, data in files:
+                (folder / name).write_bytes(data)
+            schema.write_model(schema.CropViews(scene=scene.name, condition=seq.dir.name, object_id=o.id, class_name=o.class_name,
+                                                image_size=[w, h], context_bbox=ctx, views=chosen), folder / "views.json")
+            rel = f"{o.id}/"
+            records.append(schema.CropRecord(
+                scene=scene.name, object_id=o.id, class_name=o.class_name, crop=rel + "crop.png", context=rel + "context.png",
+                frames=[rel + v.file for v in chosen], views=rel + "views.json", sha256=content_hash(files)))
+        index = schema.CropIndex(scene=scene.name, condition=seq.dir.name, k=k, min_pixels=min_pixels, pad=pad, size=size,
+                                 objects=records, skipped=skipped)
+        schema.write_crop_index(index, tmp / "index.json")
+    return index

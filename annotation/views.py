@@ -1,0 +1,179 @@
+"""View selection for annotators: score every frame for every object from the instance images, pick the best K views.
+
+One pass over the reference sequence's instance images gives, per frame and object, the visible pixel area, the
+mask's bounding box and whether that box touches the image border. Per object the first view is the largest
+visible one (views cut by the border count `border_penalty` less); each further view trades area against the
+smallest angle between its object-to-camera direction and those of the views already chosen (greedy spread).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
+
+from tiermap import schema
+
+INSTANCE_NAME = re.compile(r"^(\d+)\.png$")
+RGB_SUFFIXES = (".jpg", ".png")
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A rendered sequence's frames (indices, RGB and instance files), their camera-to-world poses and the camera."""
+
+    dir: Path
+    frames: np.ndarray
+    rgb: list[Path]
+    instance: list[Path]
+    poses: np.ndarray
+    camera: schema.CameraParams
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(height, width) of every image."""
+        return self.camera.h, self.camera.w
+
+
+@dataclass(frozen=True)
+class FrameStats:
+    """Per frame × object: visible pixels (F, N), mask box [x0, y0, x1, y1) (F, N, 4; zeros if absent), border cut (F, N)."""
+
+    ids: np.ndarray
+    area: np.ndarray
+    bbox: np.ndarray
+    border: np.ndarray
+
+
+def open_sequence(sequence_dir: Path | str) -> Sequence:
+    """Index a Replica/NICE-SLAM sequence folder; missing parts are SchemaErrors naming the file."""
+    d = Path(sequence_dir)
+    if not d.is_dir():
+        raise schema.SchemaError(d, "<folder>", "an existing sequence folder (results/, instance/, traj.txt, camera_params.json)")
+    camera = schema.read_camera(d / "camera_params.json")
+    inst_dir = d / "instance"
+    found = sorted(inst_dir.glob("*.png")) if inst_dir.is_dir() else []
+    if not found:
+        raise schema.SchemaError(inst_dir, "<folder>", "instance images %06d.png (uint16 object ids, 0 = none)")
+    frames = []
+    for p in found:
+        m = INSTANCE_NAME.match(p.name)
+        if m is None:
+            raise schema.SchemaError(p, "<name>", "instance images named %06d.png", p.name)
+        frames.append(int(m.group(1)))
+    rgb = []
+    for i in frames:
+        cands = [d / "results" / f"frame{i:06d}{s}" for s in RGB_SUFFIXES]
+        hit = next((c for c in cands if c.is_file()), None)
+        if hit is None:
+            raise schema.SchemaError(cands[0], "<file>", "an RGB image (frame%06d.jpg or .png) for every instance image")
+        rgb.append(hit)
+    traj = schema.read_traj(d / "traj.txt")
+    if frames[-1] >= len(traj):
+        raise schema.SchemaError(d / "traj.txt", "lines", f"one pose per frame (frame index {frames[-1]} needs {frames[-1] + 1} lines)",
+                                 len(traj))
+    idx = np.asarray(frames, dtype=np.int64)
+    return Sequence(d, idx, rgb, found, traj[idx], camera)
+
+
+def read_instance(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """An instance PNG as a (h, w) uint16 id image, checked against the camera's image shape."""
+    try:
+        with Image.open(path) as im:
+            arr = np.asarray(im)
+    except (UnidentifiedImageError, OSError) as err:
+        raise schema.SchemaError(path, "<file>", f"a readable PNG instance image ({type(err).__name__})") from None
+    if arr.shape != shape:
+        raise schema.SchemaError(path, "shape", f"a single-channel image of (h, w) = {shape} as camera_params.json", arr.shape)
+    if arr.dtype.kind not in "ui":
+        raise schema.SchemaError(path, "dtype", "integer object ids (uint16 PNG)", str(arr.dtype))
+    if arr.dtype != np.uint16:
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise schema.SchemaError(path, "values", "object ids in 0..65535", int(arr.max()))
+        arr = arr.astype(np.uint16)
+    return arr
+
+
+def read_rgb(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """An RGB frame as (h, w, 3) uint8, checked against the camera's image shape."""
+    try:
+        with Image.open(path) as im:
+            arr = np.asarray(im.convert("RGB"))
+    except (UnidentifiedImageError, OSError) as err:
+        raise schema.SchemaError(path, "<file>", f"a readable RGB image ({type(err).__name__})") from None
+    if arr.shape[:2] != shape:
+        raise schema.SchemaError(path, "shape", f"an image of (h, w) = {shape} as camera_params.json", arr.shape[:2])
+    return arr
+
+
+def label_stats(labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixels, box [x0, y0, x1, y1) and border contact of labels 0..n-1 in a label image (label n = anything else)."""
+    h, w = labels.shape
+    area = np.bincount(labels.ravel(), minlength=n + 1)[:n]
+    rows = np.zeros((n + 1, h), dtype=bool)
+    cols = np.zeros((n + 1, w), dtype=bool)
+    rows[labels, np.arange(h)[:, None]] = True
+    cols[labels, np.arange(w)[None, :]] = True
+    rows, cols = rows[:n], cols[:n]
+    box = np.stack([cols.argmax(1), rows.argmax(1), w - cols[:, ::-1].argmax(1), h - rows[:, ::-1].argmax(1)], axis=1)
+    present = area > 0
+    box[~present] = 0
+    border = present & ((box[:, 0] == 0) | (box[:, 1] == 0) | (box[:, 2] == w) | (box[:, 3] == h))
+    return area, box, border
+
+
+def score_frames(seq: Sequence, ids: list[int] | np.ndarray, progress: bool | None = None) -> FrameStats:
+    """Area, box and border contact of each object id in each frame, reading every instance image once."""
+    ids = np.asarray(ids, dtype=np.int64)
+    n, f = len(ids), len(seq.frames)
+    lut = np.full(65536, n, dtype=np.intp)
+    lut[ids] = np.arange(n)
+    area = np.zeros((f, n), dtype=np.int64)
+    bbox = np.zeros((f, n, 4), dtype=np.int64)
+    border = np.zeros((f, n), dtype=bool)
+    disable = None if progress is None else not progress
+    for row, path in enumerate(tqdm(seq.instance, desc=f"views {seq.dir.parent.name}/{seq.dir.name}", unit="frame",
+                                    leave=False, disable=disable)):
+        area[row], bbox[row], border[row] = label_stats(lut[read_instance(path, seq.shape)], n)
+    return FrameStats(ids, area, bbox, border)
+
+
+def view_directions(poses: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """Unit directions (F, 3) from an object centre to each camera position of camera-to-world poses (F, 4, 4)."""
+    d = poses[:, :3, 3] - np.asarray(center, dtype=float)[None, :]
+    norm = np.linalg.norm(d, axis=1, keepdims=True)
+    return np.divide(d, norm, out=np.zeros_like(d), where=norm > 1e-12)
+
+
+def select_views(area: np.ndarray, border: np.ndarray, dirs: np.ndarray, k: int = 3, min_pixels: int = 50,
+                 border_penalty: float = 0.5, spread_weight: float = 0.5, spread_angle_deg: float = 45.0) -> list[int]:
+    """Rows of the best k views of one object: largest (border-penalised) area first, then area traded for viewpoint spread."""
+    ok = area >= max(int(min_pixels), 1)
+    if k < 1 or not ok.any():
+        return []
+    eff = np.where(border, area * (1.0 - border_penalty), area).astype(float)
+    quality = np.where(ok, eff / max(eff[ok].max(), 1e-12), -np.inf)
+    chosen = [int(np.argmax(quality))]
+    min_angle = np.full(len(area), np.inf)
+    spread_rad = np.radians(spread_angle_deg)
+    for _ in range(1, min(k, int(ok.sum()))):
+        cos = np.clip(dirs @ dirs[chosen[-1]], -1.0, 1.0)
+        min_angle = np.minimum(min_angle, np.arccos(cos))
+        score = (1.0 - spread_weight) * quality + spread_weight * np.minimum(min_angle / spread_rad, 1.0)
+        score[chosen] = -np.inf
+        chosen.append(int(np.argmax(score)))
+    return chosen
+
+
+def select_all(stats: FrameStats, poses: np.ndarray, centers: dict[int, np.ndarray], k: int = 3, min_pixels: int = 50,
+               **weights: float) -> dict[int, list[int]]:
+    """Chosen rows per object id (objects with no frame of at least min_pixels pixels are left out)."""
+    out = {}
+    for col, oid in enumerate(stats.ids.tolist()):
+        rows = select_views(stats.area[:, col], stats.border[:, col], view_directions(poses, centers[oid]), k, min_pixels, **weights)
+        if rows:
+            out[oid] = rows
+    return out
