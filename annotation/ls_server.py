@@ -90,6 +90,7 @@ def label_studio_bin() -> Path:
 def server_env(data_dir: Path, document_root: Path, cred: Credentials) -> dict[str, str]:
     """Environment for every label-studio command: offline, no prompts, legacy tokens on, local files served."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    data_dir, document_root = Path(data_dir).resolve(), Path(document_root).resolve()
     env.update({
         "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir), "DJANGO_DB": "sqlite",
         "LABEL_STUDIO_USERNAME": cred.email, "LABEL_STUDIO_PASSWORD": cred.password, "LABEL_STUDIO_USER_TOKEN": cred.token,
@@ -190,7 +191,7 @@ def start(ds: schema.DatasetPaths, port: int | None = None, timeout: float = 120
         cred = init_data_dir(ds, ls_bin, log)
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
-    data = server_dir(ds)
+    data = server_dir(ds).resolve()
     log_file = open(data / "server.log", "ab")
     # Its own process group, so stop() ends the Django server and its children together.
     proc = subprocess.Popen([str(ls_bin), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port)],

@@ -22,6 +22,7 @@ def test_normalise_and_split() -> None:
     assert normalise_label("  Flower_Vase  ") == "flower vase"
     assert normalise_label("Polka   Dots") == "polka dots"
     assert split_labels("mug, cup,, ,Coffee Mug") == ["mug", "cup", "Coffee Mug"]
+    assert split_labels("mug;cup\n tea cup ;") == ["mug", "cup", "tea cup"]
 
 
 @pytest.mark.parametrize("b, expected", [

@@ -10,6 +10,7 @@ import yaml
 from PIL import Image
 from scipy.spatial import cKDTree
 
+from annotation import ls_server
 from tests.conftest import BIN, run
 from tiermap import schema
 
@@ -124,12 +125,37 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     assert (seq(repo, "baseline") / "results/frame000000.jpg").stat().st_mtime_ns == before
     assert json.loads(run([DVC, "status", "--json"], repo).stdout) == {}
 
-    # The reference condition feeds the scene GT, so changing it re-runs exactly that chain.
+    # The reference condition feeds the scene GT and the crops annotators see, so changing it re-runs that chain:
+    # the crops change, push updates the tasks (Label Studio must run), pull re-reads the same annotations.
     params["lighting"]["baseline"]["ambient"] = 0.3
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    res = run([DVC, "repro"], repo)
-    # GT content is unchanged by lighting, so the gt stage is not re-run.
-    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0"}
+    ds = schema.DatasetPaths(repo / "datasets", "demo")
+    tasks_before = json.loads((ds.labels / "tasks.json").read_text())["tasks"]
+    ls_server.start(ds)
+    try:
+        res = run([DVC, "repro"], repo)
+    finally:
+        ls_server.stop(ds)
+    # Labels and GT content are unchanged by lighting, so aggregate, clutter and validate are not re-run.
+    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0", "crops@room0", "push", "pull"}
+    assert "updated: " + str(len(tasks_before)) in res.stdout
+    tasks_after = json.loads((ds.labels / "tasks.json").read_text())["tasks"]
+    assert {k: v["id"] for k, v in tasks_after.items()} == {k: v["id"] for k, v in tasks_before.items()}
+    assert all(tasks_after[k]["crop_hash"] != v["crop_hash"] for k, v in tasks_before.items())
+    assert len(list((ds.labels / "raw").glob("*-export.json"))) == 2
+
+
+def test_label_studio_secrets_never_tracked(built_repo: Path) -> None:
+    ds = schema.DatasetPaths(built_repo / "datasets", "demo")
+    cred = ls_server.read_credentials(ds)
+    tracked = run(["git", "ls-files"], built_repo).stdout.splitlines()
+    assert tracked and not any("labelstudio" in f for f in tracked)
+    assert run(["git", "grep", "-l", cred.token], built_repo, check=False).stdout == ""
+    assert run(["git", "grep", "-l", cred.password], built_repo, check=False).stdout == ""
+    # ...nor in the DVC-tracked outputs (raw exports, task record).
+    for f in (ds.labels / "raw").glob("*"):
+        assert cred.token not in f.read_text() and cred.password not in f.read_text()
+    assert cred.token not in (ds.labels / "tasks.json").read_text()
 
 
 def test_unknown_condition_is_a_clear_error(pipeline_repo: Path) -> None:

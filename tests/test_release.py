@@ -30,6 +30,34 @@ def gt_bytes(gt: Path) -> dict[str, bytes]:
     return {p.relative_to(gt).as_posix(): p.read_bytes() for p in sorted(gt.rglob("*")) if p.is_file()}
 
 
+def relabel_in_label_studio(repo: Path, object_id: int, synonyms: str) -> None:
+    """Every annotator of the object replaces their synonyms through their own login; then pull and reproduce."""
+    from annotation import ls_server
+    from annotation.ls_client import LabelStudio
+    from annotation.project import connect, find_project
+    from tiermap import schema
+
+    ds = schema.DatasetPaths(repo / "datasets", "demo")
+    ls_server.start(ds)
+    try:
+        admin = connect(ds)
+        cred = ls_server.read_credentials(ds)
+        emails = {u["id"]: u["email"] for u in admin.users()}
+        task = next(t for t in admin.export(find_project(admin, ds)["id"]) if t["data"]["key"] == f"room0/{object_id}")
+        assert len(task["annotations"]) == 4
+        for a in task["annotations"]:
+            me = LabelStudio.login(cred.url, emails[a["completed_by"]], cred.annotators[emails[a["completed_by"]]])
+            result = [r for r in a["result"] if r["from_name"] != "synonyms"]
+            result.append({"from_name": "synonyms", "to_name": "crop", "type": "textarea", "value": {"text": [synonyms]}})
+            me.request("PATCH", f"/api/annotations/{a['id']}", json={"result": result})
+        out = run([DVC, "repro", "-f", "-s", "pull"], repo).stdout
+        assert "label rows" in out
+    finally:
+        ls_server.stop(ds)
+    res = run([DVC, "repro"], repo)
+    assert "Running stage 'aggregate'" in res.stdout and "Running stage 'clutter'" in res.stdout
+
+
 def test_release_round_trip(pipeline_repo: Path, tmp_path: Path) -> None:
     repo, remote = pipeline_repo, tmp_path / "remote"
     add_remote(repo, remote)
@@ -42,16 +70,11 @@ def test_release_round_trip(pipeline_repo: Path, tmp_path: Path) -> None:
     notes1 = (repo / "datasets/demo/RELEASE.md").read_text()
     assert "first release" in notes1 and "| synonyms |" in notes1 and "gt/room0/gt_categories.json" in notes1
 
-    # An annotator renames one object's synonym: a new labels table, re-aggregated GT, release 0.2.0.
-    labels_path = repo / "datasets/demo/labels/labels.parquet"
-    df = pd.read_parquet(labels_path)
+    # The annotators rename one object's synonym in Label Studio: pull, re-aggregate, release 0.2.0.
+    df = pd.read_parquet(repo / "datasets/demo/labels/labels.parquet")
     mug = df[(df["category"] == "synonyms") & ~df["label"].isin(["wall", "floor", "ceiling"])].iloc[0]
     old_label, new_label = mug["label"], "shiny " + mug["label"]
-    change = (df["object_id"] == mug["object_id"]) & (df["label"] == old_label)
-    df.loc[change, ["label", "raw_label"]] = new_label
-    df.to_parquet(labels_path, index=False)
-    run([DVC, "add", "-q", str(labels_path)], repo)
-    run([DVC, "repro"], repo)
+    relabel_in_label_studio(repo, int(mug["object_id"]), new_label)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "relabel"], repo)
     run([TIERMAP, "release", "0.2.0", "--dataset", "demo"], repo)

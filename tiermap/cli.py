@@ -255,7 +255,7 @@ def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", par
         report = _run(lambda: validate_dataset(ds, annotators=n))
         console.print(f"report: {ds.validation_report}")
     for line in format_summary(report):
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
     if not report["success"]:
         raise typer.Exit(1)
 

@@ -159,7 +159,7 @@ def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str |
         raise ReleaseError(f"{ds.validation_report}: no validation report (run `tiermap validate --dataset {ds.name}`)")
     report = json.loads(ds.validation_report.read_text())
     if not report.get("success"):
-        failed = [c["name"] for c in report.get("checks", []) if not c.get("success")]
+        failed = [c["name"] for c in report.get("checks", []) if c.get("success") is False]
         raise ReleaseError(f"validation report is not clean (failed: {', '.join(failed)}); fix the labels and re-validate")
     if report.get("checksums") != gt_checksums(ds.gt):
         raise ReleaseError(f"{ds.validation_report} was made for other GT files: run `tiermap validate --dataset {ds.name}`")

@@ -826,3 +826,293 @@ def write_text_features(path: Path | str, texts: list[str], feats: np.ndarray) -
     buf = io.BytesIO()
     np.savez(buf, texts=np.asarray(texts, dtype=str), feats=np.asarray(feats, dtype=np.float32))
     return atomic.write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- visibility and annotation crops
+class ObjectVisibility(Model):
+    """visibility.json entry: pixels of the object over the reference sequence and frames with at least gt.min_pixels."""
+
+    pixels: Annotated[int, Field(ge=0)]
+    frames: Annotated[int, Field(ge=0)]
+
+
+def read_visibility(path: Path | str) -> dict[int, ObjectVisibility]:
+    """visibility.json: {"<object id>": {pixels, frames}} → {object id: ObjectVisibility}."""
+    path = Path(path)
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise SchemaError(path, "<root>", "a mapping of object id to {pixels, frames}", type(data).__name__)
+    out: dict[int, ObjectVisibility] = {}
+    for key, value in data.items():
+        if not (key.isdigit() and 1 <= int(key) <= 65535):
+            raise SchemaError(path, key, "object ids written as strings of integers in 1..65535", key)
+        try:
+            out[int(key)] = ObjectVisibility.model_validate(value)
+        except ValidationError as err:
+            e = _pydantic_error(path, err)
+            raise SchemaError(path, key if e.field == "<root>" else f"{key}.{e.field}", e.expected) from None
+    return out
+
+
+NonNegInt = Annotated[int, Field(ge=0)]
+PixelBox = Annotated[list[NonNegInt], Field(min_length=4, max_length=4)]
+"""A pixel box [x0, y0, x1, y1) with exclusive ends, as Pillow's crop box."""
+
+
+def _check_box(v: list[int]) -> list[int]:
+    if not (v[0] < v[2] and v[1] < v[3]):
+        raise ValueError(f"a non-empty pixel box [x0, y0, x1, y1) with x0 < x1 and y0 < y1 (got {v})")
+    return v
+
+
+def _check_relpath(v: str) -> str:
+    parts = v.split("/")
+    if not v or v.startswith("/") or "\\" in v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"a relative path with '/' separators inside the crops folder (got {v!r})")
+    return v
+
+
+class CropView(Model):
+    """One chosen view of an object: frame index, image file, visible pixels, mask box and whether it touches the border."""
+
+    frame: NonNegInt
+    file: str
+    pixels: PosInt
+    bbox: PixelBox
+    border_cut: bool
+
+    _box = field_validator("bbox")(_check_box)
+
+
+class CropViews(Model):
+    """views.json of one object: chosen views best first (crop.png and context.png come from views[0])."""
+
+    scene: Annotated[str, Field(min_length=1)]
+    condition: Annotated[str, Field(min_length=1)]
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    class_name: Annotated[str, Field(min_length=1)]
+    image_size: Annotated[list[PosInt], Field(min_length=2, max_length=2)]
+    """[width, height] of the sequence's frames."""
+    context_bbox: PixelBox
+    views: Annotated[list[CropView], Field(min_length=1)]
+
+    _box = field_validator("context_bbox")(_check_box)
+
+
+class CropRecord(Model):
+    """index.json entry of one object: files relative to the crops folder and a sha256 over its image files."""
+
+    scene: Annotated[str, Field(min_length=1)]
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    class_name: Annotated[str, Field(min_length=1)]
+    crop: str
+    context: str
+    frames: Annotated[list[str], Field(min_length=1)]
+    views: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+    @field_validator("crop", "context", "views")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        return _check_relpath(v)
+
+    @field_validator("frames")
+    @classmethod
+    def _relative_frames(cls, v: list[str]) -> list[str]:
+        return [_check_relpath(p) for p in v]
+
+    def files(self) -> list[str]:
+        """The image files the hash covers, in hashing order: crop, context, frames."""
+        return [self.crop, self.context, *self.frames]
+
+
+class CropSkip(Model):
+    """An object of the scene that got no crops, and why."""
+
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    reason: str
+
+
+class CropIndex(Model):
+    """index.json of one scene's crops folder: the parameters used, one record per cropped object, skipped objects."""
+
+    scene: Annotated[str, Field(min_length=1)]
+    condition: Annotated[str, Field(min_length=1)]
+    k: PosInt
+    min_pixels: NonNegInt
+    pad: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    size: PosInt
+    objects: list[CropRecord]
+    skipped: list[CropSkip] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CropIndex:
+        ids = [r.object_id for r in self.objects]
+        if len(ids) != len(set(ids)):
+            raise ValueError("one record per object_id")
+        both = sorted(set(ids) & {s.object_id for s in self.skipped})
+        if both:
+            raise ValueError(f"an object either cropped or skipped, not both (ids {both[:5]})")
+        other = [r.object_id for r in self.objects if r.scene != self.scene]
+        if other:
+            raise ValueError(f"records of scene {self.scene!r} only (object {other[0]} differs)")
+        return self
+
+    def by_id(self) -> dict[int, CropRecord]:
+        """Records keyed by object id."""
+        return {r.object_id: r for r in self.objects}
+
+
+def read_crop_views(path: Path | str) -> CropViews:
+    """<crops>/<object_id>/views.json."""
+    return read_model(CropViews, path)
+
+
+def read_crop_index(path: Path | str) -> CropIndex:
+    """<crops>/index.json."""
+    return read_model(CropIndex, path)
+
+
+def write_crop_index(index: CropIndex, path: Path | str) -> Path:
+    """Write index.json of a crops folder atomically (canonical JSON)."""
+    return write_model(index, path)
+
+
+# ---------------------------------------------------------------- Label Studio JSON export (annotation.tidy)
+from pydantic import AliasChoices, TypeAdapter  # noqa: E402  (appended section)
+
+LS_TEXT_FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "visually_similar": "vis_sim", "vis_sim": "vis_sim"}
+"""Label Studio TextArea `from_name` → label category of the tidy table."""
+
+
+class LSUser(BaseModel):
+    """`completed_by` of a snapshot export (serialization option annotations__completed_by only_id=False)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: int | None = None
+    email: str | None = None
+
+    @model_validator(mode="after")
+    def _identified(self) -> LSUser:
+        if self.id is None and not self.email:
+            raise ValueError("a user with an id or an email")
+        return self
+
+
+class LSValue(BaseModel):
+    """A result's value; TextArea answers are `text` (a list of strings, one per submitted text)."""
+
+    model_config = ConfigDict(extra="allow")
+    text: list[str] | None = None
+
+
+class LSResult(BaseModel):
+    """One region/field result of an annotation."""
+
+    model_config = ConfigDict(extra="allow")
+    from_name: str
+    to_name: str | None = None
+    type: str | None = None
+    value: LSValue
+
+    @property
+    def category(self) -> str | None:
+        """The tidy-table category of a label field (synonyms / depictions / vis_sim), else None."""
+        return LS_TEXT_FIELDS.get(self.from_name)
+
+
+class LSAnnotation(BaseModel):
+    """One annotator's submission for a task."""
+
+    model_config = ConfigDict(extra="allow")
+    id: int | None = None
+    completed_by: int | LSUser
+    result: list[LSResult]
+    was_cancelled: bool = False
+
+    @property
+    def annotator(self) -> str:
+        """The annotator's email when the export has it, else 'user<id>'."""
+        u = self.completed_by
+        if isinstance(u, LSUser):
+            return u.email or f"user{u.id}"
+        return f"user{u}"
+
+
+class LSTaskData(BaseModel):
+    """Task data: the scene (`scene`, or `scene_id`) and the object's integer id, plus any other fields."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    scene: str = Field(validation_alias=AliasChoices("scene", "scene_id"))
+    object_id: int
+
+
+class LSTask(BaseModel):
+    """One task of a Label Studio JSON export (`ls.projects.exports.as_json`)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: int | None = None
+    data: LSTaskData
+    annotations: list[LSAnnotation] = []
+
+
+_LS_EXPECTED = {
+    None: "a task object with 'data' and 'annotations'",
+    "data": "an object with the task data (scene, object_id)",
+    "scene": "the scene name as a string (data.scene or data.scene_id)",
+    "scene_id": "the scene name as a string (data.scene or data.scene_id)",
+    "object_id": "an integer object id (data.object_id)",
+    "annotations": "a list of annotations",
+    "completed_by": "an int user id or a user object with an id or email",
+    "result": "a list of results (one per labelling field)",
+    "from_name": "the labelling field name as a string",
+    "value": "an object with the result value",
+    "text": "a list of strings (the TextArea answers)",
+    "was_cancelled": "true or false",
+}
+_ls_adapter: TypeAdapter[list[LSTask]] | None = None
+
+
+def _ls_error(source: Path | str, data: Any, err: ValidationError) -> SchemaError:
+    """A one-line SchemaError with the JSON path ([3].annotations[0].result[1].value.text) of the first error."""
+    e = err.errors()[0]
+    loc, cur, path, key, item = list(e["loc"]), data, "", None, False
+    for n, part in enumerate(loc):
+        if isinstance(part, int) and isinstance(cur, list):
+            path += f"[{part}]"
+            cur, item = (cur[part] if part < len(cur) else None), True
+        elif isinstance(part, str) and isinstance(cur, dict) and (part in cur or (n == len(loc) - 1 and e["type"] == "missing")):
+            path += f".{part}"
+            cur, key, item = cur.get(part), part, False
+        # anything else is a union member tag (e.g. 'int', 'LSUser'): not part of the JSON path
+    items = {"annotations": "an annotation object (completed_by, result)", "result": "a result object (from_name, value)",
+             "text": "a string (one TextArea answer)"}
+    expected = (items[key] if item and key in items else _LS_EXPECTED.get(key, e["msg"].removeprefix("Value error, ")))
+    if e["type"] == "missing":
+        return SchemaError(source, path or "<root>", f"{expected} (field is missing)")
+    got = e.get("input")
+    return SchemaError(source, path or "<root>", expected, got if isinstance(got, str | int | float | bool) else type(got).__name__)
+
+
+def parse_ls_export(data: Any, source: Path | str = "<export>") -> list[LSTask]:
+    """Validate a Label Studio JSON export (a list of tasks); errors name `source` and the JSON path."""
+    global _ls_adapter
+    if not isinstance(data, list):
+        raise SchemaError(source, "<root>", "a JSON list of tasks (Label Studio JSON export)", type(data).__name__)
+    if _ls_adapter is None:
+        _ls_adapter = TypeAdapter(list[LSTask])
+    try:
+        tasks = _ls_adapter.validate_python(data)
+    except ValidationError as err:
+        raise _ls_error(source, data, err) from None
+    for i, t in enumerate(tasks):
+        for j, a in enumerate(t.annotations):
+            for k, r in enumerate(a.result):
+                if r.from_name in LS_TEXT_FIELDS and r.value.text is None:
+                    raise SchemaError(source, f"[{i}].annotations[{j}].result[{k}].value.text", _LS_EXPECTED["text"] + " (field is missing)")
+    return tasks
+
+
+def read_ls_export(path: Path | str) -> list[LSTask]:
+    """A Label Studio JSON export file → validated tasks."""
+    return parse_ls_export(read_json(path), path)
