@@ -169,9 +169,11 @@ def simulate_answers(lexicon: schema.Lexicon, class_name: str, annotator: int, r
                 moved[cat].append(lbl)
     own = {w for ws in lex.values() for w in ws}
     pool = sorted({*p.extra_words, *others} - own)
+    vague = sorted(set(p.extra_words) - own)  # a stray synonym is a vague word ("thing"), not another object's name
     for cat in cats:
-        if pool and rng.random() < p.extra:
-            moved[cat].append(pool[int(rng.integers(len(pool)))])
+        words = vague if cat == "synonyms" else pool
+        if words and rng.random() < p.extra:
+            moved[cat].append(words[int(rng.integers(len(words)))])
     sep = SEPARATOR_HABITS[int(annotator) % len(SEPARATOR_HABITS)]
     return {FIELDS[cat]: sep.join(_surface(lbl, rng, p) for lbl in moved[cat]) for cat in cats}
 

@@ -319,3 +319,24 @@ def test_failures_are_capped() -> None:
 def test_import_is_cheap() -> None:
     code = "import sys, tiermap.validate; assert 'great_expectations' not in sys.modules and 'pandas' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_validate_dataset_and_labels_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    tiermap = str(Path(sys.executable).parent / "tiermap")
+    ds = write_dataset(tmp_path / "good")
+    res = subprocess.run([tiermap, "validate", "--root", str(ds.root), "--dataset", ds.name, "--params", str(tmp_path / "none.yaml")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "PASSED" in res.stdout or "ok" in res.stdout
+    assert json.loads(ds.validation_report.read_text())["success"] is True
+    assert (ds.dir / "validation_docs" / "index.html").is_file()
+
+    gt = copy.deepcopy(clean_gt())
+    set_attr("room0", 1, "synonyms", ["Flower_Vase[b]"])(gt)
+    bad = write_dataset(tmp_path / "bad", gt).gt / "room0" / "gt_categories.json"
+    res = subprocess.run([tiermap, "validate", "--labels", str(bad)], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "FAIL" in res.stdout and "label_format" in res.stdout and "room0 object 1 synonyms: 'Flower_Vase[b]'" in res.stdout
