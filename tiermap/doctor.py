@@ -45,6 +45,14 @@ def check_environment(repo: Path = Path("."), label_studio_url: str | None = Non
                            "dvc remote add -d store /path/to/remote  (or s3://, gs://, ssh://)"))
     except Exception as e:  # not a DVC repo, unreadable config, dvc missing
         out.append(Finding("dvc remote", False, f"{type(e).__name__}: {e}".splitlines()[0], "run inside a DVC repository (dvc init) and add a remote"))
+    try:
+        from annotation.ls_server import label_studio_bin, template_dir
+
+        ls_bin = label_studio_bin()
+        tpl = template_dir(ls_bin).is_dir()
+        out.append(Finding("label studio install", True, f"{ls_bin}" + ("" if tpl else " (no template yet: the first serve takes ~25 s)"), ""))
+    except RuntimeError as e:
+        out.append(Finding("label studio install", False, str(e), "make setup"))
     url = label_studio_url or os.environ.get("LABEL_STUDIO_URL")
     if url:
         try:
