@@ -8,7 +8,6 @@ from tiermap.schema import OBB, Scene, SceneObject
 _UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
 # Each face as a quad of 4 corners (for per-face texture coordinates): -x, +x, -y, +y, -z, +z.
 _QUADS = np.array([[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]])
-_QUAD_UV = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
 
 
 def box_corners(obb: OBB) -> np.ndarray:
@@ -16,8 +15,30 @@ def box_corners(obb: OBB) -> np.ndarray:
     return np.asarray(obb.center) + (_UNIT_CORNERS * np.asarray(obb.extent)) @ np.asarray(obb.R).T
 
 
+def face_uv(quads: np.ndarray, center: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Texture coordinates (OpenGL: v up) of box faces (F, 4, 3) so the texture reads upright and unmirrored from outside."""
+    face_c = quads.mean(1)
+    n = face_c - center
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    # Texture "up": world up on side faces; on top/bottom faces, the box's own y axis (flipped for the bottom).
+    up = np.array([0.0, 0.0, 1.0]) - n[:, 2:3] * n
+    flat = np.linalg.norm(up, axis=1) < 1e-6
+    up[flat] = np.asarray(R)[:, 1] * np.sign(n[flat, 2:3])
+    # Snap "up" to the face edge closest to it, so the texture's axes follow the face's edges.
+    e = np.stack([quads[:, 1] - quads[:, 0], quads[:, 3] - quads[:, 0]], axis=1)
+    e /= np.linalg.norm(e, axis=2, keepdims=True)
+    along = np.einsum("fkd,fd->fk", e, up)
+    best = np.abs(along).argmax(1)
+    up = e[np.arange(len(e)), best] * np.sign(along[np.arange(len(e)), best])[:, None]
+    right = np.cross(up, n)  # a viewer looking at the face along -n has `right` on their right
+    rel = quads - face_c[:, None]
+    u = (np.sign(np.einsum("fkd,fd->fk", rel, right)) + 1) / 2
+    v = (np.sign(np.einsum("fkd,fd->fk", rel, up)) + 1) / 2
+    return np.stack([u, v], axis=-1)
+
+
 def textured_box(obb: OBB) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(vertices (24, 3), triangles (12, 3), uv (24, 2)): each face carries the full texture."""
+    """(vertices (24, 3), triangles (12, 3), uv (24, 2)): each face carries the full texture, upright and unmirrored."""
     corners = box_corners(obb)
     v = corners[_QUADS.reshape(-1)]
     f = np.concatenate([np.array([[0, 1, 2], [0, 2, 3]]) + 4 * k for k in range(6)])
@@ -26,7 +47,7 @@ def textured_box(obb: OBB) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     flip = np.sum(n * (tri.mean(1) - np.asarray(obb.center)), axis=1) < 0
     f[flip] = f[flip][:, ::-1]
-    return v, f, np.tile(_QUAD_UV, (6, 1))
+    return v, f, face_uv(v.reshape(6, 4, 3), np.asarray(obb.center), np.asarray(obb.R)).reshape(-1, 2)
 
 
 def object_parts(o: SceneObject) -> list[OBB]:

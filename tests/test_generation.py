@@ -125,3 +125,25 @@ def test_habitat_sensor_and_agent_specs() -> None:
     assert acts["move_forward"]["amount"] == pytest.approx(0.075)
     assert acts["turn_left"]["amount"] == pytest.approx(np.degrees(0.08))
     assert habitat.agent_actions(1.5, 1.6, fps=10)["move_forward"]["amount"] == pytest.approx(0.15)  # velocity condition
+
+
+def test_box_textures_read_upright_and_unmirrored_from_outside() -> None:
+    from scipy.spatial.transform import Rotation
+
+    from generation.geometry import textured_box
+    from tiermap.schema import OBB
+
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        R = Rotation.from_euler("z", rng.uniform(-np.pi, np.pi)).as_matrix() if seed % 2 else Rotation.random(random_state=seed).as_matrix()
+        obb = OBB(center=rng.uniform(-2, 2, 3).tolist(), extent=rng.uniform(0.1, 1.5, 3).tolist(), R=R.tolist())
+        v, _, uv = textured_box(obb)
+        for k in range(6):
+            q, t = v[4 * k:4 * k + 4], uv[4 * k:4 * k + 4]
+            assert sorted(map(tuple, t)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+            at = {tuple(x): p for x, p in zip(t, q)}
+            du, dv = at[(1, 0)] - at[(0, 0)], at[(0, 1)] - at[(0, 0)]
+            n = q.mean(0) - np.asarray(obb.center)
+            assert np.dot(np.cross(du, dv), n) > 0  # seen from outside: u to the right of v, not mirrored
+            if abs(n[2]) / np.linalg.norm(n) < 0.99:
+                assert dv[2] >= -1e-9  # side faces: the texture's top is up
