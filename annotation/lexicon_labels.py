@@ -1,7 +1,6 @@
 """Labels taken straight from each object's scene lexicon (a single 'lexicon' annotator), for seeding and demos."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,9 +13,9 @@ def lexicon_labels(scene_jsons: list[Path], visibility_jsons: list[Path], min_fr
     rows = []
     for scene_json, vis_json in zip(scene_jsons, visibility_jsons):
         scene = schema.read_scene(scene_json)
-        vis = {int(k): v for k, v in json.loads(Path(vis_json).read_text()).items()}
+        vis = schema.read_visibility(vis_json)
         for o in scene.objects:
-            if vis.get(o.id, {}).get("frames", 0) < min_frames:
+            if o.id not in vis or vis[o.id].frames < min_frames:
                 continue
             for cat in schema.CATEGORIES:
                 for lbl in getattr(o.lexicon, cat):

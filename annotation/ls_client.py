@@ -45,12 +45,16 @@ class LabelStudio:
             raise LabelStudioError(f"Label Studio at {self.url} did not answer {method} {path} within {self.timeout:.0f} s") from None
         if raw:
             return r
+        self._check(r, method, path)
+        return r.json() if r.content else None
+
+    def _check(self, r: requests.Response, method: str, path: str) -> None:
+        """One line for a rejected token or any other HTTP error."""
         if r.status_code == 401:
             raise LabelStudioError(f"Label Studio at {self.url} rejected the API token (HTTP 401 on {path}): use the token "
                                    "in datasets/<d>/labelstudio/credentials.json or pass --token")
         if not r.ok:
             raise LabelStudioError(f"Label Studio at {self.url}: {method} {path} -> HTTP {r.status_code}: {r.text[:200]!r}")
-        return r.json() if r.content else None
 
     # ------------------------------------------------------------ projects, storage, tasks
     def whoami(self) -> dict[str, Any]:
@@ -95,11 +99,9 @@ class LabelStudio:
 
     def export_bytes(self, pid: int) -> bytes:
         """The full JSON export of a project (every task with annotations), as the server sent it."""
-        r = self.request("GET", f"/api/projects/{pid}/export", raw=True, params={"exportType": "JSON", "download_all_tasks": "true"})
-        if r.status_code == 401:
-            self.request("GET", f"/api/projects/{pid}/export")  # raises the token error
-        if not r.ok:
-            raise LabelStudioError(f"Label Studio at {self.url}: export of project {pid} -> HTTP {r.status_code}: {r.text[:200]!r}")
+        path = f"/api/projects/{pid}/export"
+        r = self.request("GET", path, raw=True, params={"exportType": "JSON", "download_all_tasks": "true"})
+        self._check(r, "GET", path)
         return r.content
 
     def export(self, pid: int) -> list[dict[str, Any]]:

@@ -51,12 +51,13 @@ def resolve_annotators(tasks: Any, users: list[dict[str, Any]]) -> Any:
     return out
 
 
-def tidy_from_raw(ds: schema.DatasetPaths, raw_path: Path, users: list[dict[str, Any]], scenes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Tidy labels and flagged rows from one raw export; rows of tasks that are not ours are flagged."""
+def tidy_from_raw(ds: schema.DatasetPaths, raw_path: Path, users: list[dict[str, Any]], scenes: list[str],
+                  raw: bytes | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tidy labels and flagged rows from one raw export (its bytes, if already in memory); tasks not ours are flagged."""
     from annotation.tidy import tidy_export
 
     try:
-        tasks = json.loads(raw_path.read_bytes())
+        tasks = json.loads(raw_path.read_bytes() if raw is None else raw)
     except json.JSONDecodeError as err:
         raise schema.SchemaError(raw_path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
     labels, flagged = tidy_export(resolve_annotators(tasks, users), raw_path)
@@ -75,8 +76,9 @@ def pull(ds: schema.DatasetPaths, scenes: list[str], ls: LabelStudio) -> dict[st
     if proj is None:
         raise schema.SchemaError(ls.url, "project", f"a Label Studio project for dataset {ds.name!r} (run `tiermap annotate push` first)")
     users = ls.users()
-    raw_path = save_raw(ds, ls.export_bytes(proj["id"]), users)
-    labels, flagged = tidy_from_raw(ds, raw_path, users, scenes)
+    raw = ls.export_bytes(proj["id"])
+    raw_path = save_raw(ds, raw, users)
+    labels, flagged = tidy_from_raw(ds, raw_path, users, scenes, raw)
     schema.write_labels(ds.labels / "labels.parquet", labels)
     atomic.write_text(ds.labels / "flagged.csv", flagged.to_csv(index=False))
     return {"raw export": str(raw_path), "label rows": len(labels), "objects": labels.groupby(["scene", "object_id"]).ngroups,
