@@ -69,9 +69,7 @@ def read_credentials(ds: schema.DatasetPaths) -> Credentials:
 
 def write_credentials(ds: schema.DatasetPaths, cred: Credentials) -> Path:
     """Write credentials atomically, readable by the owner only."""
-    path = atomic.write_text(credentials_path(ds), json.dumps(asdict(cred), indent=2))
-    path.chmod(0o600)
-    return path
+    return atomic.write_text(credentials_path(ds), json.dumps(asdict(cred), indent=2), mode=0o600)
 
 
 def label_studio_bin() -> Path:
@@ -138,12 +136,12 @@ def init_data_dir(ds: schema.DatasetPaths, ls_bin: Path, log=print) -> Credentia
     tpl = ensure_template(ls_bin, log)
     cred = Credentials(ADMIN_EMAIL, secrets.token_urlsafe(12), secrets.token_hex(20))
     with atomic.atomic_dir(data) as tmp:
+        tmp.chmod(0o700)  # holds the secrets
         shutil.copy2(tpl / "label_studio.sqlite3", tmp / "label_studio.sqlite3")
         for sub in ("media", "export"):
             (tmp / sub).mkdir()
         (tmp / ".gitignore").write_text("# Label Studio data and secrets: never tracked\n*\n")
-        (tmp / ".env").write_text(f"SECRET_KEY={secrets.token_urlsafe(50)}\n")
-        (tmp / ".env").chmod(0o600)
+        atomic.write_text(tmp / ".env", f"SECRET_KEY={secrets.token_urlsafe(50)}\n", mode=0o600)
         django_shell(ls_bin, server_env(tmp, ds.dir.resolve(), cred), [
             "from users.models import User",
             "from rest_framework.authtoken.models import Token",
@@ -151,8 +149,7 @@ def init_data_dir(ds: schema.DatasetPaths, ls_bin: Path, log=print) -> Credentia
             f"u.set_password({cred.password!r}); u.save()",
             f"Token.objects.filter(user=u).update(key={cred.token!r})",
         ])
-        (tmp / "credentials.json").write_text(json.dumps(asdict(cred), indent=2))
-        (tmp / "credentials.json").chmod(0o600)
+        atomic.write_text(tmp / "credentials.json", json.dumps(asdict(cred), indent=2), mode=0o600)
     return cred
 
 

@@ -1,9 +1,13 @@
-"""Triangle geometry of a scene: one closed box mesh per object, in world coordinates."""
+"""Triangle geometry of a scene in world coordinates: box meshes of procedural objects, or the scene's mesh file."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from tiermap.schema import OBB, Scene, SceneObject
+from tiermap import schema
+from tiermap.schema import OBB, Scene, SceneMesh, SceneObject
 
 _UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
 # Each face as a quad of 4 corners (for per-face texture coordinates): -x, +x, -y, +y, -z, +z.
@@ -66,24 +70,72 @@ def object_mesh(o: SceneObject) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.concatenate(vs), np.concatenate(fs), np.concatenate(uvs)
 
 
-def scene_meshes(scene: Scene) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """(object id, vertices, triangles) for every object of the scene."""
-    return [(o.id, *object_mesh(o)[:2]) for o in scene.objects]
+@dataclass
+class ObjectGeometry:
+    """Triangles of one object (id 0: unlabelled geometry that renders but is no object), colour per vertex, optional texture."""
+
+    id: int
+    vertices: np.ndarray
+    triangles: np.ndarray
+    vertex_colors: np.ndarray
+    uv: np.ndarray | None = None
+    texture: np.ndarray | None = None
 
 
-def sample_surface(scene: Scene, density: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Points sampled uniformly on object surfaces at `density` points per m²: (points, object ids)."""
+def procedural_geometry(o: SceneObject) -> ObjectGeometry:
+    """Box mesh of a procedural object with its colour and procedural texture."""
+    from generation.textures import texture_image
+
+    v, f, uv = object_mesh(o)
+    colors = np.tile(np.asarray(o.appearance.color, dtype=np.float32), (len(v), 1))
+    if not o.appearance.texture:
+        return ObjectGeometry(o.id, v, f, colors)
+    return ObjectGeometry(o.id, v, f, colors, uv, texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text))
+
+
+def scene_geometry(scene: Scene, scene_dir: Path | str) -> list[ObjectGeometry]:
+    """Everything a renderer draws: procedural boxes, or the scene's mesh file (beside scene.json) split by object id."""
+    if scene.source == "habitat":
+        raise RuntimeError(f"scene {scene.name!r} lives in habitat's files ({scene.habitat_scene}): render it with --renderer habitat")
+    if scene.geometry is None:
+        return [procedural_geometry(o) for o in scene.objects]
+    return split_by_object(schema.read_scene_mesh(Path(scene_dir) / scene.geometry))
+
+
+def split_by_object(mesh: SceneMesh) -> list[ObjectGeometry]:
+    """Per-object geometry (compact vertex arrays) of a labelled mesh, id 0 included as unlabelled geometry."""
+    order = np.argsort(mesh.object_ids, kind="stable")
+    ids, starts = np.unique(mesh.object_ids[order], return_index=True)
+    out = []
+    for oid, a, b in zip(ids.tolist(), starts, [*starts[1:], len(order)]):
+        tris = mesh.triangles[order[a:b]]
+        vidx, inv = np.unique(tris, return_inverse=True)
+        out.append(ObjectGeometry(int(oid), mesh.vertices[vidx], inv.reshape(-1, 3), mesh.vertex_colors[vidx]))
+    return out
+
+
+def sample_surface(geometry: list[ObjectGeometry], density: float, seed: int, labelled_only: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points sampled uniformly on object surfaces at `density` points per m²: (points, object ids, uint8 colours)."""
     rng = np.random.default_rng(seed)
-    pts, ids = [], []
-    for oid, v, f in scene_meshes(scene):
-        tri = v[f]
+    pts, ids, cols = [], [], []
+    for g in geometry:
+        if g.id == 0 and labelled_only:
+            continue
+        tri = g.vertices[g.triangles]
         area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+        if area.sum() <= 0:
+            continue
         n = max(int(round(area.sum() * density)), 8)
-        which = rng.choice(len(f), size=n, p=area / area.sum())
+        which = rng.choice(len(g.triangles), size=n, p=area / area.sum())
         r1, r2 = rng.random(n), rng.random(n)
         flip = r1 + r2 > 1
         r1[flip], r2[flip] = 1 - r1[flip], 1 - r2[flip]
         t = tri[which]
         pts.append(t[:, 0] + r1[:, None] * (t[:, 1] - t[:, 0]) + r2[:, None] * (t[:, 2] - t[:, 0]))
-        ids.append(np.full(n, oid, dtype=np.int64))
-    return np.concatenate(pts), np.concatenate(ids)
+        c = g.vertex_colors[g.triangles[which]]
+        cols.append(c[:, 0] + r1[:, None] * (c[:, 1] - c[:, 0]) + r2[:, None] * (c[:, 2] - c[:, 0]))
+        ids.append(np.full(n, g.id, dtype=np.int64))
+    if not pts:
+        return np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros((0, 3), np.uint8)
+    colors = (np.clip(np.concatenate(cols), 0, 1) * 255 + 0.5).astype(np.uint8)
+    return np.concatenate(pts), np.concatenate(ids), colors

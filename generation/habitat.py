@@ -7,11 +7,12 @@ need the simulator (light setups per path segment, sensor and agent specs) is pl
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tiermap.schema import CameraParams, Light
+from tiermap.schema import OBB, CameraParams, Lexicon, Light, Room, Scene, SceneObject
 
 INSTALL_HINT = ("habitat-sim is not installed (it has no wheels for this Python/CPU machine): on a GPU workstation run "
                 "`conda install habitat-sim withbullet -c conda-forge -c aihabitat`, or use --renderer pyrender")
@@ -71,3 +72,44 @@ def agent_actions(linear_speed: float, angular_speed: float, fps: float) -> dict
     return {"move_forward": {"amount": linear_speed / fps},
             "turn_left": {"amount": math.degrees(angular_speed / fps)},
             "turn_right": {"amount": math.degrees(angular_speed / fps)}}
+
+
+def habitat_scene(name: str, scene_path: Path, seed: int = 0) -> Scene:
+    """Objects of a habitat scene (ReplicaCAD/HM3D semantic scene) as a tiermap scene; geometry stays in habitat's files.
+
+    `scene_path` is the scene file habitat loads (e.g. `<hm3d>/val/00800-TEEsavR23oF/TEEsavR23oF.basis.glb` or a
+    ReplicaCAD `*.scene_instance.json`); the dataset config is looked for beside it or above it.
+    """
+    habitat_sim = require_habitat()
+    cfg = habitat_sim.SimulatorConfiguration()
+    cfg.scene_id = str(scene_path)
+    configs = [p for d in (scene_path.parent, *scene_path.parents[:3]) for p in sorted(d.glob("*.scene_dataset_config.json"))]
+    if configs:
+        cfg.scene_dataset_config_file = str(configs[0])
+    cfg.load_semantic_mesh = True
+    sim = habitat_sim.Simulator(habitat_sim.Configuration(cfg, [habitat_sim.agent.AgentConfiguration()]))
+    try:
+        objects = []
+        for obj in sim.semantic_scene.objects:
+            if obj is None or obj.category is None:
+                continue
+            oid = int(obj.semantic_id)
+            if not 1 <= oid <= 65535:
+                continue
+            box = obj.aabb  # axis-aligned in habitat's y-up world, so still axis-aligned in tiermap's z-up world
+            size = [float(x) for x in box.sizes]
+            objects.append(SceneObject(id=oid, class_name=str(obj.category.name()).lower(),
+                                       obb=OBB(center=z_up_from_y_up(box.center), extent=[size[0], size[2], size[1]], R=np.eye(3).tolist()),
+                                       lexicon=Lexicon(synonyms=[str(obj.category.name()).lower()])))
+        lo, hi = sim.pathfinder.get_bounds()
+        lo_z, hi_z = z_up_from_y_up(lo), z_up_from_y_up(hi)
+        room = Room(name="room0", kind="habitat", min=np.minimum(lo_z, hi_z).tolist(), max=np.maximum(lo_z, hi_z).tolist())
+    finally:
+        sim.close()
+    return Scene(name=name, source="habitat", seed=seed, geometry=None, rooms=[room], objects=objects, habitat_scene=str(scene_path))
+
+
+def z_up_from_y_up(p: Any) -> list[float]:
+    """habitat world (y up) → tiermap world (z up): (x, y, z) → (x, -z, y), the inverse of `z_up_to_y_up`."""
+    x, y, z = (float(v) for v in p)
+    return [x, -z, y]

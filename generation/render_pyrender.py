@@ -9,10 +9,9 @@ import os
 
 import numpy as np
 
-from generation.geometry import object_mesh
+from generation.geometry import ObjectGeometry
 from generation.render_raycast import RaycastRenderer
-from generation.textures import texture_image
-from tiermap.schema import CameraParams, Light, Scene
+from tiermap.schema import CameraParams, Light
 
 # pyrender's point/spot intensities are in candela: scale ours (unit radiance at 1 m) to a similar exposure.
 CANDELA_PER_UNIT = 6.0
@@ -25,8 +24,8 @@ class PyrenderRenderer(RaycastRenderer):
     name = "pyrender-egl"
     shades_with_rays = False  # pyrender shades; rays only give depth and ids
 
-    def __init__(self, scene: Scene, camera: CameraParams) -> None:
-        super().__init__(scene, camera)
+    def __init__(self, geometry: list[ObjectGeometry], camera: CameraParams) -> None:
+        super().__init__(geometry, camera)
         os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
         try:
             import pyrender
@@ -38,16 +37,18 @@ class PyrenderRenderer(RaycastRenderer):
         self.scene = pyrender.Scene(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
         from PIL import Image
 
-        for o in scene.objects:
-            v, f, uv = object_mesh(o)
-            tm = trimesh.Trimesh(v, f, process=False)
-            if o.appearance.texture:
-                img = Image.fromarray(texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text))
-                tm.visual = trimesh.visual.TextureVisuals(uv=uv, image=img)
+        for g in geometry:
+            tm = trimesh.Trimesh(g.vertices, g.triangles, process=False)
+            if g.texture is not None:
+                img = Image.fromarray(g.texture)
+                tm.visual = trimesh.visual.TextureVisuals(uv=g.uv, image=img)
                 mat = pyrender.MetallicRoughnessMaterial(baseColorTexture=pyrender.Texture(source=img, source_channels="RGB"),
                                                          metallicFactor=0.0, roughnessFactor=0.9)
+            elif np.ptp(g.vertex_colors, axis=0).max() == 0:
+                mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*g.vertex_colors[0].tolist(), 1.0], metallicFactor=0.0, roughnessFactor=0.9)
             else:
-                mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*o.appearance.color, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
+                tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=(np.clip(g.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8))
+                mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[1.0, 1.0, 1.0, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
             self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False))
         self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx, camera.cy, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}
@@ -89,8 +90,9 @@ class PyrenderRenderer(RaycastRenderer):
                 self.scene.set_pose(node, T)
         self.scene.ambient_light = ambient
         F = self._pr.RenderFlags
-        spot_on = any(L.type == "spot" and L.is_on(progress) for L in lights)
-        # RGBA skips pyrender's depth read-back (depth comes from the ray caster); shadow maps only when a spot is on.
+        # A light at the camera's centre casts every shadow behind what the camera sees, so its shadow pass is skipped.
+        spot_on = any(L.type == "spot" and not L.attached_to_camera and L.is_on(progress) for L in lights)
+        # RGBA skips pyrender's depth read-back (depth comes from the ray caster); shadow maps only for a scene spot.
         out = self.renderer.render(self.scene, flags=F.RGBA | (F.SHADOWS_SPOT if spot_on else F.NONE))
         rgb = out[0] if isinstance(out, tuple) else out
         return np.ascontiguousarray(rgb[..., :3])

@@ -8,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 import open3d as o3d
 
-from generation.geometry import object_mesh
-from generation.textures import texture_image
-from tiermap.schema import CameraParams, Light, Scene
+from generation.geometry import ObjectGeometry
+from tiermap.schema import CameraParams, Light
 
 
 class RaycastRenderer:
@@ -19,32 +18,32 @@ class RaycastRenderer:
     name = "open3d-raycast"
     shades_with_rays = True
 
-    def __init__(self, scene: Scene, camera: CameraParams) -> None:
+    def __init__(self, geometry: list[ObjectGeometry], camera: CameraParams) -> None:
         self.camera = camera
         self.rc = o3d.t.geometry.RaycastingScene()
-        geom_to_obj, colors, tri_uvs, images = [], [], [], []
-        tex_of_geom = []  # texture index per geometry, -1 = plain colour
-        for o in scene.objects:
-            v, f, uv = object_mesh(o)
+        geom_to_obj, tri_colors, tri_uvs, images = [], [], [], []
+        tex_of_geom = []  # texture index per geometry, -1 = vertex colours only
+        for g in geometry:
             mesh = o3d.t.geometry.TriangleMesh()
-            mesh.vertex.positions = o3d.core.Tensor(v.astype(np.float32))
-            mesh.triangle.indices = o3d.core.Tensor(f.astype(np.int32))
+            mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
+            mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
             self.rc.add_triangles(mesh)
-            geom_to_obj.append(o.id)
-            colors.append(o.appearance.color)
-            tri_uvs.append(uv[f].astype(np.float32))
-            if o.appearance.texture:
+            geom_to_obj.append(g.id)
+            tri_colors.append(g.vertex_colors[g.triangles].astype(np.float32))
+            uv = g.uv if g.uv is not None else np.zeros((len(g.vertices), 2))
+            tri_uvs.append(uv[g.triangles].astype(np.float32))
+            if g.texture is not None:
                 tex_of_geom.append(len(images))
-                images.append(texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text).astype(np.float32) / 255)
+                images.append(g.texture.astype(np.float32) / 255)
             else:
                 tex_of_geom.append(-1)
         self.geom_to_obj = np.asarray(geom_to_obj + [0], dtype=np.uint16)  # last slot: misses
-        self.albedo = np.asarray(colors + [[0.0, 0.0, 0.0]], dtype=np.float32)
-        # All textures share one size, so one stacked lookup serves every textured pixel of a frame.
+        # All textures share one size (procedural textures), so one stacked lookup serves every textured pixel of a frame.
         self.tex_of_geom = np.asarray(tex_of_geom + [-1], dtype=np.int64)
         self.images = np.stack(images) if images else np.zeros((0, 1, 1, 3), np.float32)
-        self.tri_uv_offset = np.concatenate([[0], np.cumsum([len(t) for t in tri_uvs])])
+        self.tri_offset = np.concatenate([[0], np.cumsum([len(t) for t in tri_uvs])])
         self.tri_uvs = np.concatenate(tri_uvs) if tri_uvs else np.zeros((0, 3, 2), np.float32)
+        self.tri_colors = np.concatenate(tri_colors) if tri_colors else np.zeros((0, 3, 3), np.float32)
         K = camera.K()
         u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
         self.dirs_cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)
@@ -70,16 +69,21 @@ class RaycastRenderer:
                 "prim": ans["primitive_ids"].numpy().astype(np.int64), "bary": ans["primitive_uvs"].numpy()}
 
     def albedo_image(self, g: dict[str, np.ndarray]) -> np.ndarray:
-        """Per-pixel base colour: the object's colour, or its texture sampled at the hit's UV."""
-        alb = self.albedo[g["gid"]]
+        """Per-pixel base colour: vertex colours interpolated at the hit, or the texture sampled at the hit's UV."""
+        alb = np.zeros((*g["gid"].shape, 3), np.float32)
+        hit = g["hit"]
+        tri = self.tri_offset[g["gid"][hit]] + g["prim"][hit]
+        b = g["bary"][hit]
+        w = np.concatenate([1 - b[:, :1] - b[:, 1:], b], axis=1)[..., None]
+        alb[hit] = np.sum(self.tri_colors[tri] * w, axis=1)
         tex = self.tex_of_geom[g["gid"]]
         m = tex >= 0
         if m.any():
-            b = g["bary"][m]
-            uv = self.tri_uvs[self.tri_uv_offset[g["gid"][m]] + g["prim"][m]]
-            p = (1 - b[:, :1] - b[:, 1:]) * uv[:, 0] + b[:, :1] * uv[:, 1] + b[:, 1:] * uv[:, 2]
-            h, w = self.images.shape[1:3]
-            px = np.clip((p[:, 0] * w).astype(int), 0, w - 1)
+            uv = self.tri_uvs[self.tri_offset[g["gid"][m]] + g["prim"][m]]
+            bm = g["bary"][m]
+            p = (1 - bm[:, :1] - bm[:, 1:]) * uv[:, 0] + bm[:, :1] * uv[:, 1] + bm[:, 1:] * uv[:, 2]
+            h, w_ = self.images.shape[1:3]
+            px = np.clip((p[:, 0] * w_).astype(int), 0, w_ - 1)
             py = np.clip(((1 - p[:, 1]) * h).astype(int), 0, h - 1)
             alb[m] = self.images[tex[m], py, px]
         return alb

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from generation.geometry import box_corners, sample_surface
+from generation.geometry import box_corners, sample_surface, scene_geometry
 from tiermap import atomic, schema
 
 GT_CLOUD = "gt_cloud.ply"
@@ -48,12 +48,10 @@ def benchbot_gt(scene: schema.Scene, env_variant: int = 1) -> schema.BenchBotGT:
 def build_scene_gt(scene_json: Path, reference_sequence: Path, out_dir: Path, density: float, min_pixels: int) -> dict[str, int]:
     """Write gt_cloud.ply, objects.json and visibility.json for one scene; return counts."""
     scene = schema.read_scene(scene_json)
-    points, ids = sample_surface(scene, density=density, seed=scene.seed)
-    palette = {o.id: np.asarray(o.appearance.color) for o in scene.objects}
-    colors = np.stack([palette[int(i)] for i in ids]) * 255
+    points, ids, colors = sample_surface(scene_geometry(scene, scene_json.parent), density=density, seed=scene.seed)
     vis = visibility(reference_sequence, min_pixels)
     out_dir.mkdir(parents=True, exist_ok=True)
-    schema.write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors.astype(np.uint8))
+    schema.write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors)
     schema.write_model(benchbot_gt(scene), out_dir / "objects.json")
     atomic.write_text(out_dir / "visibility.json", schema.dump_json({str(k): v for k, v in vis.items()}))
     return {"points": len(points), "objects": len(scene.objects), "visible": sum(v["frames"] > 0 for v in vis.values())}

@@ -9,7 +9,8 @@ from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
-from generation.trajectory import plan_path, sample_poses, smooth
+from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
+from generation.trajectory import floor_z, plan_path, sample_poses, smooth
 from tiermap import schema
 from tiermap.atomic import atomic_dir
 
@@ -21,32 +22,40 @@ def camera_from_params(render: dict[str, Any]) -> schema.CameraParams:
     return schema.CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
 
 
-def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float) -> np.ndarray:
-    """Poses shared by every condition of a scene: same seed, same path; speed scales the sampling."""
+def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float, geometry: list[ObjectGeometry] | None = None) -> np.ndarray:
+    """Poses shared by every condition of a scene: same seed, same path; speed scales the sampling.
+
+    Mesh scenes find free space from their surface points; procedural scenes from their object boxes.
+    """
     traj = params["trajectory"]
-    path = smooth(plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"])))
+    obstacles = None
+    if scene.geometry is not None and geometry is not None:
+        structure = {o.id for o in scene.objects if o.class_name in ("floor", "ceiling", "rug", "carpet", "mat")}
+        obstacles = sample_surface([g for g in geometry if g.id not in structure], density=400, seed=scene.seed, labelled_only=False)[0]
+    path = smooth(plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles))
     return sample_poses(path, linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
-                        fps=float(traj["fps"]), height=float(traj["camera_height"]))
+                        fps=float(traj["fps"]), height=floor_z(scene) + float(traj["camera_height"]))
 
 
 RENDERERS = ("pyrender", "raycast", "habitat")
 
 
-def make_renderer(name: str, scene: schema.Scene, camera: schema.CameraParams):  # type: ignore[no-untyped-def]
+def make_renderer(name: str, geometry: list[ObjectGeometry], camera: schema.CameraParams):  # type: ignore[no-untyped-def]
     """Renderer by name: pyrender (default, Mesa EGL), raycast (Open3D only), habitat (GPU workstations)."""
     if name == "pyrender":
         from generation.render_pyrender import PyrenderRenderer
 
-        return PyrenderRenderer(scene, camera)
+        return PyrenderRenderer(geometry, camera)
     if name == "raycast":
         from generation.render_raycast import RaycastRenderer
 
-        return RaycastRenderer(scene, camera)
+        return RaycastRenderer(geometry, camera)
     if name == "habitat":
         from generation.habitat import require_habitat
 
         require_habitat()
-        raise RuntimeError("habitat-sim renders ReplicaCAD/HM3D scene datasets; procedural scenes use pyrender or raycast")
+        raise RuntimeError("habitat-sim renders ReplicaCAD/HM3D scene datasets (scenes made with --source habitat); "
+                           "procedural and mesh scenes use pyrender or raycast")
     raise ValueError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
 
 
@@ -57,10 +66,14 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
     cond = load_condition(condition, params["lighting"])
     lights = resolve_lights(cond, scene)
     camera = camera_from_params(params["render"])
-    poses = scene_poses(scene, params, cond.speed_factor)
+    name = renderer_name or params["render"].get("renderer", "pyrender")
+    if name == "habitat" or scene.source == "habitat":
+        make_renderer("habitat", [], camera)  # fails with the install hint, or says what habitat renders
+    geometry = scene_geometry(scene, scene_json.parent)
+    poses = scene_poses(scene, params, cond.speed_factor, geometry)
     if max_frames is not None:
         poses = poses[:max_frames]
-    renderer = make_renderer(renderer_name or params["render"].get("renderer", "pyrender"), scene, camera)
+    renderer = make_renderer(name, geometry, camera)
     with atomic_dir(out_dir) as tmp:
         (tmp / "results").mkdir()
         (tmp / "instance").mkdir()

@@ -13,34 +13,57 @@ class NoPathError(ValueError):
     """A goal cannot be reached through free space."""
 
 
-def free_space(scene: Scene, cell: float = 0.1, robot_radius: float = 0.3, height: tuple[float, float] = (0.05, 1.6)) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean occupancy grid of the floor (True = free) and its origin (x0, y0)."""
+def free_space(scene: Scene, cell: float = 0.1, robot_radius: float = 0.3, height: tuple[float, float] = (0.05, 1.6),
+               obstacles: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean occupancy grid of the floor (True = free) and its origin (x0, y0, cell).
+
+    Heights are above the floor (the rooms' lowest z). Obstacles are object boxes (procedural scenes) or, for mesh
+    scenes, surface points (N, 3) in that height band, kept `robot_radius` away from.
+    """
     if not scene.rooms:
         raise ValueError(f"scene {scene.name!r}: no rooms, so no free space to walk")
     lo = np.min([r.min for r in scene.rooms], axis=0)
     hi = np.max([r.max for r in scene.rooms], axis=0)
-    nx_, ny_ = int(np.ceil((hi[0] - lo[0]) / cell)), int(np.ceil((hi[1] - lo[1]) / cell))
+    nx_, ny_ = max(int(np.ceil((hi[0] - lo[0]) / cell)), 1), max(int(np.ceil((hi[1] - lo[1]) / cell)), 1)
     xs = lo[0] + (np.arange(nx_) + 0.5) * cell
     ys = lo[1] + (np.arange(ny_) + 0.5) * cell
     gx, gy = np.meshgrid(xs, ys, indexing="ij")
     free = (gx > lo[0] + robot_radius) & (gx < hi[0] - robot_radius) & (gy > lo[1] + robot_radius) & (gy < hi[1] - robot_radius)
-    for o in scene.objects:
-        if o.class_name in STRUCTURE_CLASSES:
-            continue
-        R, c, e = np.asarray(o.obb.R), np.asarray(o.obb.center), np.asarray(o.obb.extent) / 2
-        zhalf = (np.abs(R) @ e)[2]
-        if c[2] + zhalf < height[0] or c[2] - zhalf > height[1]:
-            continue
-        half = (np.abs(R) @ e)[:2] + robot_radius
-        free &= ~((np.abs(gx - c[0]) < half[0]) & (np.abs(gy - c[1]) < half[1]))
+    band = (lo[2] + height[0], lo[2] + height[1])
+    if obstacles is not None:
+        from scipy.ndimage import distance_transform_edt
+
+        p = obstacles[(obstacles[:, 2] > band[0]) & (obstacles[:, 2] < band[1])]
+        occ = np.zeros(free.shape, dtype=bool)
+        ij = np.floor((p[:, :2] - lo[:2]) / cell).astype(int)
+        ok = (ij[:, 0] >= 0) & (ij[:, 0] < nx_) & (ij[:, 1] >= 0) & (ij[:, 1] < ny_)
+        occ[ij[ok, 0], ij[ok, 1]] = True
+        if occ.any():
+            free &= distance_transform_edt(~occ) * cell > robot_radius
+    else:
+        for o in scene.objects:
+            if o.class_name in STRUCTURE_CLASSES:
+                continue
+            R, c, e = np.asarray(o.obb.R), np.asarray(o.obb.center), np.asarray(o.obb.extent) / 2
+            zhalf = (np.abs(R) @ e)[2]
+            if c[2] + zhalf < band[0] or c[2] - zhalf > band[1]:
+                continue
+            half = (np.abs(R) @ e)[:2] + robot_radius
+            free &= ~((np.abs(gx - c[0]) < half[0]) & (np.abs(gy - c[1]) < half[1]))
     if not free.any():
         raise ValueError(f"scene {scene.name!r}: no free space at robot height (radius {robot_radius} m)")
     return free, np.array([lo[0], lo[1], cell])
 
 
-def plan_path(scene: Scene, seed: int, n_goals: int = 3, cell: float = 0.1, robot_radius: float = 0.3) -> np.ndarray:
+def floor_z(scene: Scene) -> float:
+    """Height of the floor: the lowest z of the scene's rooms."""
+    return float(np.min([r.min[2] for r in scene.rooms])) if scene.rooms else 0.0
+
+
+def plan_path(scene: Scene, seed: int, n_goals: int = 3, cell: float = 0.1, robot_radius: float = 0.3,
+              obstacles: np.ndarray | None = None) -> np.ndarray:
     """Seeded random start + goals joined by grid shortest paths (A*), as (M, 2) xy waypoints."""
-    free, (x0, y0, c) = free_space(scene, cell, robot_radius)
+    free, (x0, y0, c) = free_space(scene, cell, robot_radius, obstacles=obstacles)
     graph = nx.grid_2d_graph(*free.shape)
     graph.remove_nodes_from([tuple(ij) for ij in np.argwhere(~free)])
     # Keep the largest connected region so every sampled goal is reachable.

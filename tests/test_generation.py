@@ -8,6 +8,7 @@ import pytest
 
 from generation import habitat
 from generation.conditions import load_condition, resolve_lights
+from generation.geometry import scene_geometry
 from generation.procedural import generate_scene
 from generation.sequence import make_renderer, render_sequence
 from generation.trajectory import NoPathError, free_space, plan_path, sample_poses
@@ -93,7 +94,7 @@ def test_pyrender_and_raycast_agree_on_depth_and_ids(tmp_path: Path) -> None:
 
 
 def test_unknown_renderer_and_missing_habitat() -> None:
-    sc = generate_scene("room0", 7)
+    sc = scene_geometry(generate_scene("room0", 7), ".")
     cam = schema.CameraParams(w=8, h=6, fx=4, fy=4, cx=4, cy=3, depth_scale=1000)
     with pytest.raises(ValueError, match="unknown renderer 'blender'"):
         make_renderer("blender", sc, cam)

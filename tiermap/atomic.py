@@ -9,12 +9,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def write_bytes(path: Path | str, data: bytes) -> Path:
-    """Write bytes to path through a temp file in the same folder and an atomic rename."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> Path:
+    """Write bytes to path through a temp file in the same folder and an atomic rename (mode: default 0666 less the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600 files; published outputs get the usual permissions so others can read them.
+        os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -27,9 +35,9 @@ def write_bytes(path: Path | str, data: bytes) -> Path:
     return path
 
 
-def write_text(path: Path | str, text: str) -> Path:
+def write_text(path: Path | str, text: str, mode: int | None = None) -> Path:
     """Write UTF-8 text atomically."""
-    return write_bytes(path, text.encode("utf-8"))
+    return write_bytes(path, text.encode("utf-8"), mode)
 
 
 @contextlib.contextmanager
@@ -38,6 +46,7 @@ def atomic_dir(path: Path | str) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    tmp.chmod(0o777 & ~_umask())
     try:
         yield tmp
         if path.exists():

@@ -52,12 +52,19 @@ def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 
 @generate.command("scene")
-def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`).")],
-                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
-    """Generate a procedural scene's scene.json from its seed."""
+def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).")],
+                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                   source: Annotated[str | None, typer.Option(help="procedural | replica | mesh | habitat (default: params, else procedural).")] = None,
+                   seed: Annotated[int | None, typer.Option(help="Seed of the scene (procedural layout; the path of every source).")] = None,
+                   input: Annotated[Path | None, typer.Option("--input", help="replica: the scene folder (or its habitat/ folder) with "
+                                                              "mesh_semantic.ply + info_semantic.json; mesh: a PLY/GLB/glTF file; habitat: the scene file.")] = None,
+                   classes: Annotated[Path | None, typer.Option(help="mesh: class map JSON {\"<object id>\": \"class\"} "
+                                                                "(default: <mesh stem>.classes.json or classes.json beside the mesh).")] = None,
+                   up: Annotated[str | None, typer.Option(help="mesh: the file's up axis, z or y (default: z for PLY, y for glTF as its spec says).")] = None) -> None:
+    """Generate a scene: scene.json from a seed (procedural) or from a labelled mesh (plus mesh.ply beside it)."""
     from tiermap.stages import load_params, make_scene
 
-    out = _run(lambda: make_scene(_paths(root, dataset), scene, load_params(params)))
+    out = _run(lambda: make_scene(_paths(root, dataset), scene, load_params(params), source, seed, input, classes, up))
     console.print(f"scene written: {out}")
 
 

@@ -28,15 +28,22 @@ def build_dir(ds: schema.DatasetPaths, scene: str) -> Path:
     return ds.dir / "build" / scene
 
 
-def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> Path:
-    """Generate scenes/<scene>/scene.json from its seed."""
-    from generation.procedural import generate_scene
+def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], source: str | None = None, seed: int | None = None,
+               input_path: Path | str | None = None, classes: Path | str | None = None, up: str | None = None) -> Path:
+    """Write scenes/<scene>/scene.json (and mesh.ply for mesh sources); arguments override params.yaml `scene.<scene>`
+    (procedural) or `mesh_scene.<scene>` (replica, mesh, habitat: `source`, `input`, `seed`, optional `classes`, `up`)."""
+    from generation.sources import build_scene
 
-    spec = (params.get("scene") or {}).get(scene)
-    if spec is None:
-        raise schema.SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed")
-    sc = generate_scene(scene, seed=int(spec["seed"]), rooms=spec.get("rooms"))
+    spec = dict((params.get("scene") or {}).get(scene) or (params.get("mesh_scene") or {}).get(scene) or {})
+    src = source or spec.get("source", "procedural")
+    if seed is None and "seed" not in spec and src == "procedural":
+        raise schema.SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed (or pass --seed)")
+    input_path = input_path or spec.get("input")
+    sc, mesh = build_scene(scene, src, seed=int(seed if seed is not None else spec.get("seed", 0)), input_path=input_path,
+                           rooms=spec.get("rooms"), classes=classes or spec.get("classes"), up=up or spec.get("up"))
     with atomic_dir(ds.scene_dir(scene)) as tmp:
+        if mesh is not None:
+            schema.write_scene_mesh(tmp / schema.SCENE_MESH, mesh)
         schema.write_model(sc, tmp / "scene.json")
     return ds.scene_dir(scene) / "scene.json"
 
