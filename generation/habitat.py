@@ -113,3 +113,80 @@ def z_up_from_y_up(p: Any) -> list[float]:
     """habitat world (y up) → tiermap world (z up): (x, y, z) → (x, -z, y), the inverse of `z_up_to_y_up`."""
     x, y, z = (float(v) for v in p)
     return [x, -z, y]
+
+
+_ZUP_TO_YUP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+_CV_TO_GL3 = np.diag([1.0, -1.0, -1.0])
+
+
+def habitat_camera_pose(pose: np.ndarray) -> tuple[list[float], np.ndarray]:
+    """tiermap camera-to-world (OpenCV axes, z-up world) → habitat sensor position and rotation (OpenGL axes, y-up world)."""
+    return z_up_to_y_up(pose[:3, 3]), _ZUP_TO_YUP @ np.asarray(pose[:3, :3]) @ _CV_TO_GL3
+
+
+def segment_of(progress: float, n_segments: int) -> int:
+    """Path segment of a frame at `progress` in [0, 1] (the last frame belongs to the last segment)."""
+    return min(int(progress * n_segments), n_segments - 1)
+
+
+class HabitatRenderer:
+    """habitat-sim sensors (colour, depth, semantic) for a habitat scene; lights switch per path segment (OSMa-Bench)."""
+
+    name = "habitat-sim"
+    n_segments = 8
+
+    def __init__(self, scene: Scene, camera: CameraParams) -> None:
+        habitat_sim = require_habitat()
+        import quaternion  # type: ignore[import-not-found]  # numpy-quaternion, a habitat-sim dependency
+
+        self._hs, self._quat, self.camera = habitat_sim, quaternion, camera
+        sim_cfg = habitat_sim.SimulatorConfiguration()
+        sim_cfg.scene_id = str(scene.habitat_scene)
+        sim_cfg.scene_light_setup = "tiermap"
+        sim_cfg.override_scene_light_defaults = True
+        sim_cfg.load_semantic_mesh = True
+        specs = []
+        for s in sensor_specs(camera, 0.0):
+            spec = habitat_sim.CameraSensorSpec()
+            spec.uuid, spec.resolution, spec.position = s["uuid"], s["resolution"], s["position"]
+            spec.hfov = s["hfov"]
+            spec.sensor_type = getattr(habitat_sim.SensorType, s["sensor_type"])
+            specs.append(spec)
+        agent = habitat_sim.agent.AgentConfiguration(sensor_specifications=specs)
+        self.sim = habitat_sim.Simulator(habitat_sim.Configuration(sim_cfg, [agent]))
+        self._lights_key: tuple[int, ...] | None = None
+        self._obs: dict[str, np.ndarray] = {}
+
+    def _set_lights(self, lights: list[Light], progress: float) -> bool:
+        """Register this segment's lights under the scene's key (drawables update at once); True if they changed."""
+        setups = light_setups(lights, self.n_segments)
+        k = segment_of(progress, self.n_segments)
+        key = tuple(i for i, L in enumerate(lights) if L.type != "ambient" and L.is_on((k + 0.5) / self.n_segments))
+        if key == self._lights_key:
+            return False
+        gfx = self._hs.gfx
+        infos = [gfx.LightInfo(vector=d["vector"], color=d["color"], model=getattr(gfx.LightPositionModel, d["model"].title()))
+                 for d in setups[k]]
+        self.sim.set_light_setup(infos, "tiermap")
+        self._lights_key = key
+        return True
+
+    def geometry(self, pose: np.ndarray) -> dict[str, np.ndarray]:
+        """Place the agent at the pose; depth (z, metres) and semantic ids from habitat's sensors."""
+        position, R = habitat_camera_pose(pose)
+        state = self._hs.AgentState(position=np.asarray(position, dtype=np.float32), rotation=self._quat.from_rotation_matrix(R))
+        self.sim.get_agent(0).set_state(state, reset_sensors=True)
+        self._obs = self.sim.get_sensor_observations()
+        depth = np.asarray(self._obs["depth_sensor"], dtype=np.float64)
+        ids = np.asarray(self._obs["semantic_sensor"])
+        return {"depth": depth, "ids": np.clip(ids, 0, 65535).astype(np.uint16), "hit": depth > 0}
+
+    def shade(self, g: dict[str, np.ndarray], pose: np.ndarray, lights: list[Light], progress: float) -> np.ndarray:
+        """uint8 RGB from the colour sensor under the lights of this path segment."""
+        if self._set_lights(lights, progress):
+            self._obs = self.sim.get_sensor_observations()
+        return np.ascontiguousarray(np.asarray(self._obs["color_sensor"])[..., :3]).astype(np.uint8)
+
+    def close(self) -> None:
+        """Shut the simulator down."""
+        self.sim.close()

@@ -54,7 +54,7 @@ def make_renderer(name: str, geometry: list[ObjectGeometry], camera: schema.Came
         from generation.habitat import require_habitat
 
         require_habitat()
-        raise RuntimeError("habitat-sim renders ReplicaCAD/HM3D scene datasets (scenes made with --source habitat); "
+        raise RuntimeError("habitat-sim renders habitat scenes (ReplicaCAD/HM3D, made with --source habitat); "
                            "procedural and mesh scenes use pyrender or raycast")
     raise ValueError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
 
@@ -68,12 +68,18 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
     camera = camera_from_params(params["render"])
     name = renderer_name or params["render"].get("renderer", "pyrender")
     if name == "habitat" or scene.source == "habitat":
-        make_renderer("habitat", [], camera)  # fails with the install hint, or says what habitat renders
-    geometry = scene_geometry(scene, scene_json.parent)
-    poses = scene_poses(scene, params, cond.speed_factor, geometry)
+        if scene.source != "habitat":
+            make_renderer("habitat", [], camera)  # the install hint, or: habitat renders habitat scenes only
+        from generation.habitat import HabitatRenderer
+
+        renderer = HabitatRenderer(scene, camera)  # imports habitat-sim or names its install
+        poses = scene_poses(scene, params, cond.speed_factor)
+    else:
+        geometry = scene_geometry(scene, scene_json.parent)
+        poses = scene_poses(scene, params, cond.speed_factor, geometry)
+        renderer = make_renderer(name, geometry, camera)
     if max_frames is not None:
         poses = poses[:max_frames]
-    renderer = make_renderer(name, geometry, camera)
     with atomic_dir(out_dir) as tmp:
         (tmp / "results").mkdir()
         (tmp / "instance").mkdir()

@@ -128,6 +128,24 @@ def test_habitat_sensor_and_agent_specs() -> None:
     assert habitat.agent_actions(1.5, 1.6, fps=10)["move_forward"]["amount"] == pytest.approx(0.15)  # velocity condition
 
 
+def test_habitat_camera_pose_maps_axes_and_points() -> None:
+    from generation.trajectory import look_at_pose
+
+    pose = look_at_pose(np.array([1.0, 2.0, 1.2]), yaw=0.7, pitch=-0.25)
+    position, R = habitat.habitat_camera_pose(pose)
+    assert position == pytest.approx([1.0, 1.2, -2.0])
+    assert np.allclose(R @ R.T, np.eye(3)) and np.linalg.det(R) == pytest.approx(1.0)
+    # OpenGL camera: it looks along -z and y is up; both must be the OpenCV camera's +z and -y, taken to y-up.
+    to_yup = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])
+    assert np.allclose(R @ [0, 0, -1], to_yup @ pose[:3, 2]) and np.allclose(R @ [0, 1, 0], to_yup @ -pose[:3, 1])
+    # A world point seen at pixel (u, v) by the tiermap camera is seen at the same place by the habitat camera.
+    p = pose[:3, 3] + 2.0 * pose[:3, 2] + 0.3 * pose[:3, 0]
+    cv = pose[:3, :3].T @ (p - pose[:3, 3])
+    gl = R.T @ (to_yup @ p - np.asarray(position))
+    assert np.allclose(gl, [cv[0], -cv[1], -cv[2]])
+    assert [habitat.segment_of(t, 4) for t in (0.0, 0.24, 0.25, 0.99, 1.0)] == [0, 0, 1, 3, 3]
+
+
 def test_box_textures_read_upright_and_unmirrored_from_outside() -> None:
     from scipy.spatial.transform import Rotation
 
