@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import requests
@@ -121,6 +122,21 @@ class LabelStudio:
         """Create a user in the caller's organisation."""
         return self.request("POST", "/api/users/", json={"email": email, "username": email.split("@")[0], "first_name": first_name})
 
-    def annotate(self, tid: int, result: list[dict[str, Any]], lead_time: float = 0.0) -> dict[str, Any]:
-        """Submit an annotation as the logged-in user."""
-        return self.request("POST", f"/api/tasks/{tid}/annotations/", json={"result": result, "lead_time": lead_time})
+    def annotate(self, tid: int, result: list[dict[str, Any]], lead_time: float = 0.0, attempts: int = 4) -> dict[str, Any]:
+        """Submit an annotation as the logged-in user.
+
+        A server error (Label Studio's sqlite can be briefly locked under concurrent annotators) is retried, but only
+        after checking that the annotation was not stored anyway, so a retry never duplicates it.
+        """
+        path = f"/api/tasks/{tid}/annotations/"
+        for attempt in range(attempts):
+            r = self.request("POST", path, raw=True, json={"result": result, "lead_time": lead_time})
+            if r.status_code < 500 or attempt == attempts - 1:
+                break
+            me = self.whoami().get("id")
+            mine = [a for a in self.request("GET", path) or [] if a.get("completed_by") == me]
+            if mine:
+                return mine[-1]
+            time.sleep(0.5 * 2**attempt)
+        self._check(r, "POST", path)
+        return r.json()

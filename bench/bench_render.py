@@ -50,7 +50,7 @@ def time_filament(geometry, camera, poses) -> float:  # type: ignore[no-untyped-
         mat.shader = "defaultLit"
         mat.base_color = [*g.vertex_colors[0].tolist(), 1.0]
         r.scene.add_geometry(f"o{k}", m, mat)
-    r.scene.scene.add_point_light("a", [1, 1, 1], [1.5, 2.0, 2.4], 1e5, 10.0, True)
+    r.scene.scene.add_point_light("a", [1, 1, 1], [1.5, 2.0, 2.4], 1e5, 10.0, False)  # no shadows, as pyrender point lights
     K = camera.K()
 
     def frame(pose: np.ndarray) -> None:

@@ -119,10 +119,7 @@ def generic_mesh_scene(name: str, path: Path, seed: int = 0, classes_path: Path 
     if suffix == ".ply":
         mesh = to_z_up(schema.read_mesh_ply(path), up or "z")
     else:
-        mesh = schema.read_mesh_gltf(path)  # glTF is y-up by specification; the reader turns it z-up
-        if up == "z":  # the file ignores the specification: undo the turn
-            v = mesh.vertices
-            mesh = SceneMesh(np.stack([v[:, 0], v[:, 2], -v[:, 1]], axis=1), mesh.triangles, mesh.object_ids, mesh.vertex_colors)
+        mesh = to_z_up(schema.read_mesh_gltf(path), up or "y")  # glTF is y-up by specification
     classes_path = Path(classes_path) if classes_path else default_class_map(path)
     if not classes_path.is_file():
         raise FileNotFoundError(f"{classes_path}: missing class map for {path.name}, expected JSON {{\"<object id>\": \"class name\"}} (pass --classes)")

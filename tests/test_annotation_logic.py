@@ -407,3 +407,57 @@ def test_boxes_from_cloud() -> None:
     _, e9, R9 = boxes[9]
     assert min(e9) < 1e-9 and np.allclose(R9.T @ R9, EYE) and np.linalg.det(R9) > 0
     np.testing.assert_allclose(boxes[2][0], [5.1, 5, 5.05])
+
+
+def _flaky_label_studio(stored_on_failure: bool):  # type: ignore[no-untyped-def]
+    """A local HTTP endpoint whose first annotation POST fails with 500 (stored or not): fault injection for the client."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = {"posts": 0, "annotations": []}
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # type: ignore[no-untyped-def]
+            pass
+
+        def _send(self, code: int, body) -> None:  # type: ignore[no-untyped-def]
+            data = _json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/api/current-user/whoami"):
+                return self._send(200, {"id": 7})
+            return self._send(200, state["annotations"])
+
+        def do_POST(self) -> None:
+            body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["posts"] += 1
+            if state["posts"] == 1:
+                if stored_on_failure:
+                    state["annotations"].append({"id": 1, "completed_by": 7, "result": body["result"]})
+                return self._send(500, {"detail": "database is locked"})
+            state["annotations"].append({"id": len(state["annotations"]) + 1, "completed_by": 7, "result": body["result"]})
+            return self._send(201, state["annotations"][-1])
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, state
+
+
+@pytest.mark.parametrize("stored_on_failure", [False, True])
+def test_annotate_retries_server_errors_without_duplicates(stored_on_failure: bool) -> None:
+    from annotation.ls_client import LabelStudio
+
+    srv, state = _flaky_label_studio(stored_on_failure)
+    try:
+        ls = LabelStudio(f"http://127.0.0.1:{srv.server_address[1]}", token="t")
+        out = ls.annotate(3, [{"from_name": "synonyms"}])
+        assert len(state["annotations"]) == 1 and out["completed_by"] == 7
+        assert state["posts"] == (1 if stored_on_failure else 2)
+    finally:
+        srv.shutdown()

@@ -1265,8 +1265,7 @@ def read_scene_mesh(path: Path | str) -> SceneMesh:
 def read_mesh_gltf(path: Path | str) -> SceneMesh:
     """A GLB/glTF scene with object ids as a per-vertex `_OBJECT_ID` attribute or a trailing integer in node names.
 
-    glTF is y-up by specification; vertices are returned in tiermap's z-up world ((x, y, z) → (x, -z, y)).
-    Textures are sampled to vertex colours.
+    Vertices stay in the file's frame (glTF is y-up by specification). Textures are sampled to vertex colours.
     """
     import re
 
@@ -1307,9 +1306,7 @@ def read_mesh_gltf(path: Path | str) -> SceneMesh:
     if not parts:
         raise SchemaError(path, "meshes", "at least one triangle mesh")
     offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
-    v = np.concatenate([p.vertices for p in parts])
-    v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)  # glTF y-up → z-up
-    return SceneMesh(v, np.concatenate([p.triangles + o for p, o in zip(parts, offsets)]),
+    return SceneMesh(np.concatenate([p.vertices for p in parts]), np.concatenate([p.triangles + o for p, o in zip(parts, offsets)]),
                      np.concatenate([p.object_ids for p in parts]), np.concatenate([p.vertex_colors for p in parts]))
 
 
