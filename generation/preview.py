@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial import ConvexHull
 from PIL import Image, ImageDraw
 
 from generation.geometry import box_corners
@@ -44,8 +45,9 @@ def topdown_map(scene: schema.Scene, traj: np.ndarray, out: Path) -> Path:
     for o in scene.objects:
         if o.class_name in ("floor", "ceiling"):
             continue
-        c = box_corners(o.obb)
-        top = c[[0, 2, 6, 4, 0]][:, :2]
+        c = box_corners(o.obb)[:, :2]
+        hull = ConvexHull(c, qhull_options="QJ")  # the footprint of a box in any orientation (mesh scenes' PCA boxes)
+        top = c[[*hull.vertices, hull.vertices[0]]]
         ax.plot(top[:, 0], top[:, 1], lw=1, color="0.3" if o.class_name == "wall" else "tab:blue")
         if o.class_name != "wall":
             ax.text(*np.asarray(o.obb.center)[:2], f"{o.class_name} {o.id}", fontsize=6, ha="center")

@@ -250,14 +250,17 @@ def test_replica_scene_through_the_dvc_pipeline(tmp_path: Path) -> None:
     params.update(scenes=["office0"], scene={}, mesh_scene={"office0": {"source": "replica", "input": "datasets/demo/sources/office_0", "seed": 3}})
     repo = init_pipeline_repo(tmp_path / "repo", params)
     write_replica(repo / "datasets/demo/sources/office_0")
-    res = run([str(BIN / "dvc"), "repro", "scene_gt", "preview"], repo)
+    res = run([str(BIN / "dvc"), "repro", "crops", "preview"], repo)
     assert stages_run(res.stdout) == {"mesh_scene@office0", "sequence@office0-baseline", "sequence@office0-nominal",
-                                      "scene_gt@office0", "preview@office0"}
+                                      "scene_gt@office0", "crops@office0", "preview@office0"}
     ds = schema.DatasetPaths(repo / "datasets", "demo")
     assert schema.read_scene(ds.scene_dir("office0") / "scene.json").source == "replica"
     assert (repo / "datasets/demo/previews/office0/topdown.png").is_file()
     vis = schema.read_visibility(repo / "datasets/demo/build/office0/visibility.json")
     assert set(vis) <= set(TRUE) and len(vis) >= 3
+    # What annotators will see: crops of the visible Replica objects, named by their ids.
+    index = schema.read_crop_index(repo / "datasets/demo/crops/office0/index.json")
+    assert {r.object_id for r in index.objects} and {r.object_id for r in index.objects} <= set(vis)
     # Recolour the chair in the source mesh: DVC sees the input change and rebuilds the scene and what depends on it.
     from plyfile import PlyData
 
