@@ -108,7 +108,7 @@ def main() -> None:
     slowest = min(v for k, v in fps.items() if k.startswith("pyrender/"))
     if "filament" in fps:
         base = fps["pyrender/baseline"]
-        print(f"filament  one point light  640x480 RGB+depth+instance: {fps['filament']:6.1f} fps ({1000 / fps['filament']:5.0f} ms/frame)")
+        print(f"filament  one point light  640x480 RGB+depth+instance: {fps['filament']:.4f} fps ({1000 / fps['filament']:5.0f} ms/frame)")
         print(f"ratio pyrender/filament (baseline lights): {base / fps['filament']:.2f}x; raycast/filament: "
               f"{fps['raycast/baseline'] / fps['filament']:.2f}x; slowest pyrender condition/filament: {slowest / fps['filament']:.2f}x")
     print(f"target >= 10 fps (default renderer, every condition; slowest {slowest:.1f}): {'met' if slowest >= 10 else 'NOT met'}", flush=True)
