@@ -46,3 +46,19 @@ def test_bad_params_file_is_one_line(tmp_path: Path) -> None:
     res = run([str(BIN / "tiermap"), "generate", "scene", "--scene", "x", "--params", str(tmp_path / "none.yaml")], tmp_path, check=False)
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "none.yaml" in res.stderr and "params.yaml" in res.stderr
+
+
+def test_pipeline_stages_find_tiermap_without_an_activated_venv(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`make demo` runs DVC from a plain shell: stage commands calling `tiermap` must still find it."""
+    import pytest
+
+    from tiermap.stages import dvc
+
+    run(["git", "init", "-q"], tmp_path)
+    run([str(BIN / "dvc"), "init", "-q"], tmp_path)
+    (tmp_path / "dvc.yaml").write_text("stages:\n  help:\n    cmd: tiermap --help > help.txt\n    outs:\n      - help.txt\n")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.raises(FileNotFoundError):
+        subprocess.run(["tiermap", "--help"], capture_output=True)
+    dvc(["repro", "-q"], tmp_path, quiet=True)
+    assert "generate" in (tmp_path / "help.txt").read_text()

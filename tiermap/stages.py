@@ -163,7 +163,9 @@ def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool 
     import os
     import sys
 
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    # Stage commands call `tiermap`: put this interpreter's bin first so they run without an activated venv.
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")])}
     exe = Path(sys.executable).with_name("dvc")
     cmd = [str(exe) if exe.exists() else "dvc", *args]
     res = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=quiet)
