@@ -30,7 +30,7 @@ def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float
     traj = params["trajectory"]
     obstacles = None
     if scene.geometry is not None and geometry is not None:
-        structure = {o.id for o in scene.objects if o.class_name in ("floor", "ceiling", "rug", "carpet", "mat")}
+        structure = {o.id for o in scene.objects if o.class_name in ("floor", "ceiling")}  # walls stay obstacles
         obstacles = sample_surface([g for g in geometry if g.id not in structure], density=400, seed=scene.seed, labelled_only=False)[0]
     path = smooth(plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles))
     return sample_poses(path, linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
