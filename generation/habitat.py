@@ -18,6 +18,10 @@ INSTALL_HINT = ("habitat-sim is not installed (it has no wheels for this Python/
                 "`conda install habitat-sim withbullet -c conda-forge -c aihabitat`, or use --renderer pyrender")
 
 
+_ZUP_TO_YUP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+_CV_TO_GL3 = np.diag([1.0, -1.0, -1.0])
+
+
 def require_habitat() -> Any:
     """Import habitat_sim or fail with the install instruction."""
     try:
@@ -29,8 +33,7 @@ def require_habitat() -> Any:
 
 def z_up_to_y_up(p: list[float] | np.ndarray) -> list[float]:
     """tiermap world (z up) → habitat world (y up, -z forward): (x, y, z) → (x, z, -y)."""
-    x, y, z = (float(v) for v in p)
-    return [x, z, -y]
+    return [float(v) for v in _ZUP_TO_YUP @ np.asarray(p, dtype=float)]
 
 
 def light_info(light: Light, camera_height: float = 0.0) -> dict[str, Any]:
@@ -111,12 +114,7 @@ def habitat_scene(name: str, scene_path: Path, seed: int = 0) -> Scene:
 
 def z_up_from_y_up(p: Any) -> list[float]:
     """habitat world (y up) → tiermap world (z up): (x, y, z) → (x, -z, y), the inverse of `z_up_to_y_up`."""
-    x, y, z = (float(v) for v in p)
-    return [x, -z, y]
-
-
-_ZUP_TO_YUP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
-_CV_TO_GL3 = np.diag([1.0, -1.0, -1.0])
+    return [float(v) for v in _ZUP_TO_YUP.T @ np.asarray(p, dtype=float)]
 
 
 def habitat_camera_pose(pose: np.ndarray) -> tuple[list[float], np.ndarray]:

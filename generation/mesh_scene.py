@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 
+from generation.geometry import split_by_object
 from tiermap import schema
 from tiermap.schema import OBB, Appearance, Lexicon, Room, Scene, SceneMesh, SceneObject
 
-STRUCTURE = {"floor", "wall", "ceiling"}
 MESH_SUFFIXES = (".ply", ".glb", ".gltf")
 
 
@@ -38,20 +38,16 @@ def scene_from_mesh(name: str, mesh: SceneMesh, classes: dict[int, str], source:
     """Scene objects (PCA boxes, mean colour, class name as synonym) and one room spanning the mesh bounds."""
     if len(mesh.triangles) == 0:
         raise ValueError(f"scene {name!r}: the mesh has no faces")
-    labelled = np.unique(mesh.object_ids[mesh.object_ids > 0])
-    if len(labelled) == 0:
-        raise ValueError(f"scene {name!r}: every face has object id 0 (an unlabelled mesh): give faces or vertices object ids")
-    order = np.argsort(mesh.object_ids, kind="stable")
-    starts = np.searchsorted(mesh.object_ids[order], labelled)
-    ends = np.searchsorted(mesh.object_ids[order], labelled, side="right")
     objects = []
-    for oid, a, b in zip(labelled.tolist(), starts, ends):
-        vidx = np.unique(mesh.triangles[order[a:b]])
-        cls = classes[oid]
-        color = np.clip(mesh.vertex_colors[vidx].mean(0), 0, 1)
-        objects.append(SceneObject(id=oid, class_name=label_name(cls), obb=pca_obb(mesh.vertices[vidx]),
-                                   appearance=Appearance(color=[round(float(x), 3) for x in color]),
-                                   lexicon=Lexicon(synonyms=[label_name(cls)])))
+    for g in split_by_object(mesh):
+        if g.id == 0:
+            continue
+        cls = label_name(classes[g.id])
+        color = np.clip(g.vertex_colors.mean(0), 0, 1)
+        objects.append(SceneObject(id=g.id, class_name=cls, obb=pca_obb(g.vertices),
+                                   appearance=Appearance(color=[round(float(x), 3) for x in color]), lexicon=Lexicon(synonyms=[cls])))
+    if not objects:
+        raise ValueError(f"scene {name!r}: every face has object id 0 (an unlabelled mesh): give faces or vertices object ids")
     lo, hi = mesh.vertices.min(0), mesh.vertices.max(0)
     room = Room(name="room0", kind="mesh", min=[round(float(x), 4) for x in lo], max=[round(float(x), 4) for x in hi])
     return Scene(name=name, source=source, seed=seed, geometry=schema.SCENE_MESH, rooms=[room], objects=objects)  # type: ignore[arg-type]
