@@ -1,42 +1,128 @@
-"""A small HTTP client for the Label Studio REST API (admin token or an annotator's login session)."""
+"""Talking to a seat's Label Studio: the admin side through label-studio-sdk, an annotator through the web login."""
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import httpx
 import requests
 
 from annotation.ls_server import LabelStudioError
+from tiermap import schema
+
+T = TypeVar("T")
 
 
-class LabelStudio:
-    """Label Studio over HTTP; every failure becomes one LabelStudioError line naming the URL and the request."""
+def _dump(obj: Any) -> dict[str, Any]:
+    """An SDK model (or a dict) as a plain dict."""
+    return obj if isinstance(obj, dict) else obj.model_dump(mode="json", warnings=False)
 
-    def __init__(self, url: str, token: str | None = None, timeout: float = 120.0) -> None:
+
+class Admin:
+    """The admin of one seat, through label-studio-sdk; every failure is one LabelStudioError line naming the server."""
+
+    def __init__(self, seat: schema.LSSeat, timeout: float = 120.0) -> None:
+        from label_studio_sdk import LabelStudio
+
+        if not seat.url:
+            raise LabelStudioError(f"the Label Studio seat of {seat.annotator} was never started: run `tiermap annotate serve`")
+        self.seat, self.url = seat, seat.url
+        # No keep-alive: Django's dev server adds ~45 ms per call on a reused connection (Nagle / delayed ACK).
+        http = httpx.Client(timeout=timeout, trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
+        self.sdk = LabelStudio(base_url=seat.url, api_key=seat.token, httpx_client=http)
+
+    def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one SDK call, translating connection and HTTP errors."""
+        from label_studio_sdk.core.api_error import ApiError
+
+        try:
+            return fn(*args, **kwargs)
+        except httpx.TransportError:
+            raise LabelStudioError(f"Label Studio of {self.seat.annotator} at {self.url} is not reachable ({what}); start it with "
+                                   "`tiermap annotate serve` and re-run: finished work is kept") from None
+        except ApiError as err:
+            if err.status_code == 401:
+                raise LabelStudioError(f"Label Studio at {self.url} rejected the admin token (HTTP 401 on {what}): "
+                                       "the seat's credentials.json does not match its server") from None
+            raise LabelStudioError(f"Label Studio at {self.url}: {what} -> HTTP {err.status_code}: {str(err.body)[:200]!r}") from None
+
+    # ------------------------------------------------------------ projects and storage
+    def projects(self) -> list[dict[str, Any]]:
+        """Every project of the seat."""
+        return [_dump(p) for p in self.call("list projects", lambda: list(self.sdk.projects.list(page_size=100)))]
+
+    def create_project(self, **fields: Any) -> int:
+        """Create a project; its id."""
+        return int(self.call("create project", self.sdk.projects.create, **fields).id)
+
+    def update_project(self, pid: int, **fields: Any) -> None:
+        """Change a project's fields."""
+        self.call(f"update project {pid}", self.sdk.projects.update, pid, **fields)
+
+    def local_storages(self, pid: int) -> list[dict[str, Any]]:
+        """Local-files storages of a project."""
+        return [_dump(s) for s in self.call("list storages", self.sdk.import_storage.local.list, project=pid)]
+
+    def add_local_storage(self, pid: int, path: str, title: str) -> None:
+        """Allow serving files under `path` (an absolute subfolder of the document root) to this project."""
+        self.call("add storage", self.sdk.import_storage.local.create, project=pid, path=path, title=title,
+                  use_blob_urls=False, regex_filter="")
+
+    # ------------------------------------------------------------ tasks, predictions, exports, users
+    def import_tasks(self, pid: int, tasks: list[dict[str, Any]]) -> list[int]:
+        """Import tasks (one transaction on the server); their new ids."""
+        res = self.call("import tasks", self.sdk.projects.import_tasks, pid, request=tasks, return_task_ids=True)
+        return [int(i) for i in res.task_ids or []]
+
+    def update_task(self, tid: int, data: dict[str, Any]) -> None:
+        """Replace a task's data."""
+        self.call(f"update task {tid}", self.sdk.tasks.update, str(tid), data=data)
+
+    def import_predictions(self, pid: int, predictions: list[dict[str, Any]]) -> None:
+        """Attach predictions (pre-annotations) to tasks."""
+        self.call("import predictions", self.sdk.projects.import_predictions, pid, request=predictions)
+
+    def export_bytes(self, pid: int) -> bytes:
+        """The full JSON export of a project (every task with its annotations), as the server sent it."""
+        return self.call("export", lambda: b"".join(self.sdk.projects.exports.download_sync(pid, export_type="JSON",
+                                                                                            download_all_tasks=True)))
+
+    def export(self, pid: int) -> list[dict[str, Any]]:
+        """The full JSON export, parsed."""
+        return json.loads(self.export_bytes(pid))
+
+    def users(self) -> list[dict[str, Any]]:
+        """Users of the seat (admin, annotator, and any account someone added)."""
+        return [_dump(u) for u in self.call("list users", self.sdk.users.list)]
+
+
+class AnnotatorSession:
+    """One user logged in through the web form, as an annotator's browser is (the SDK has no password login)."""
+
+    def __init__(self, url: str, timeout: float = 120.0) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.http = requests.Session()
         self.http.trust_env = False  # proxy variables must not catch 127.0.0.1
-        if token:
-            self.http.headers["Authorization"] = f"Token {token}"
 
     @classmethod
-    def login(cls, url: str, email: str, password: str) -> LabelStudio:
-        """A client acting as one user through the web login (what an annotator's browser does)."""
-        ls = cls(url)
-        ls.request("GET", "/user/login/", raw=True)
-        r = ls.request("POST", "/user/login/", raw=True, allow_redirects=False,
-                       data={"email": email, "password": password, "csrfmiddlewaretoken": ls.http.cookies.get("csrftoken", "")},
-                       headers={"Referer": f"{ls.url}/user/login/"})
+    def login(cls, url: str, email: str, password: str) -> AnnotatorSession:
+        """Log in with e-mail and password."""
+        me = cls(url)
+        me.request("GET", "/user/login/", raw=True)
+        r = me.request("POST", "/user/login/", raw=True, allow_redirects=False,
+                       data={"email": email, "password": password, "csrfmiddlewaretoken": me.http.cookies.get("csrftoken", "")},
+                       headers={"Referer": f"{me.url}/user/login/"})
         if r.status_code != 302:
-            raise LabelStudioError(f"{ls.url}: login as {email} failed (HTTP {r.status_code}); reset the password with "
-                                   "`tiermap annotate users add` or check credentials.json")
-        ls.http.headers.update({"X-CSRFToken": ls.http.cookies.get("csrftoken", ""), "Referer": ls.url})
-        return ls
+            raise LabelStudioError(f"{me.url}: login as {email} failed (HTTP {r.status_code}); issue a new password with "
+                                   "`tiermap annotate users add --reset-password`")
+        me.http.headers.update({"X-CSRFToken": me.http.cookies.get("csrftoken", ""), "Referer": me.url})
+        return me
 
     def request(self, method: str, path: str, raw: bool = False, **kw: Any) -> Any:
-        """One API call; JSON answer (or the response when raw)."""
+        """One call; JSON answer (or the response when raw)."""
         try:
             r = self.http.request(method, self.url + path, timeout=self.timeout, **kw)
         except requests.ConnectionError:
@@ -50,83 +136,18 @@ class LabelStudio:
         return r.json() if r.content else None
 
     def _check(self, r: requests.Response, method: str, path: str) -> None:
-        """One line for a rejected token or any other HTTP error."""
-        if r.status_code == 401:
-            raise LabelStudioError(f"Label Studio at {self.url} rejected the API token (HTTP 401 on {path}): use the token "
-                                   "in datasets/<d>/labelstudio/credentials.json or pass --token")
         if not r.ok:
             raise LabelStudioError(f"Label Studio at {self.url}: {method} {path} -> HTTP {r.status_code}: {r.text[:200]!r}")
 
-    # ------------------------------------------------------------ projects, storage, tasks
     def whoami(self) -> dict[str, Any]:
-        """The authenticated user (checks the token)."""
+        """The logged-in user."""
         return self.request("GET", "/api/current-user/whoami")
-
-    def projects(self) -> list[dict[str, Any]]:
-        """All projects visible to the user."""
-        out, page = [], 1
-        while True:
-            data = self.request("GET", "/api/projects", params={"page": page, "page_size": 100})
-            rows = data["results"] if isinstance(data, dict) else data
-            out += rows
-            if not isinstance(data, dict) or not data.get("next"):
-                return out
-            page += 1
-
-    def create_project(self, **fields: Any) -> dict[str, Any]:
-        """Create a project."""
-        return self.request("POST", "/api/projects", json=fields)
-
-    def update_project(self, pid: int, **fields: Any) -> dict[str, Any]:
-        """Change a project's fields."""
-        return self.request("PATCH", f"/api/projects/{pid}", json=fields)
-
-    def local_storages(self, pid: int) -> list[dict[str, Any]]:
-        """Local-files storages of a project."""
-        return self.request("GET", "/api/storages/localfiles", params={"project": pid})
-
-    def add_local_storage(self, pid: int, path: str, title: str) -> dict[str, Any]:
-        """Allow serving files under `path` (an absolute subfolder of the document root) to this project."""
-        return self.request("POST", "/api/storages/localfiles", json={"project": pid, "path": path, "title": title,
-                                                                      "use_blob_urls": False, "regex_filter": ""})
-
-    def import_tasks(self, pid: int, tasks: list[dict[str, Any]]) -> list[int]:
-        """Import tasks (one transaction on the server); their new ids."""
-        return self.request("POST", f"/api/projects/{pid}/import", params={"return_task_ids": "true"}, json=tasks)["task_ids"]
-
-    def update_task(self, tid: int, data: dict[str, Any]) -> dict[str, Any]:
-        """Replace a task's data."""
-        return self.request("PATCH", f"/api/tasks/{tid}", json={"data": data})
-
-    def export_bytes(self, pid: int) -> bytes:
-        """The full JSON export of a project (every task with annotations), as the server sent it."""
-        path = f"/api/projects/{pid}/export"
-        r = self.request("GET", path, raw=True, params={"exportType": "JSON", "download_all_tasks": "true"})
-        self._check(r, "GET", path)
-        return r.content
-
-    def export(self, pid: int) -> list[dict[str, Any]]:
-        """The full JSON export, parsed."""
-        return json.loads(self.export_bytes(pid))
-
-    def import_predictions(self, pid: int, predictions: list[dict[str, Any]]) -> None:
-        """Attach predictions (pre-annotations) to tasks."""
-        self.request("POST", f"/api/projects/{pid}/import/predictions", json=predictions)
-
-    # ------------------------------------------------------------ users and annotations
-    def users(self) -> list[dict[str, Any]]:
-        """Users of the organisation."""
-        return self.request("GET", "/api/users/")
-
-    def create_user(self, email: str, first_name: str = "") -> dict[str, Any]:
-        """Create a user in the caller's organisation."""
-        return self.request("POST", "/api/users/", json={"email": email, "username": email.split("@")[0], "first_name": first_name})
 
     def annotate(self, tid: int, result: list[dict[str, Any]], lead_time: float = 0.0, attempts: int = 4) -> dict[str, Any]:
         """Submit an annotation as the logged-in user.
 
-        A server error (Label Studio's sqlite can be briefly locked under concurrent annotators) is retried, but only
-        after checking that the annotation was not stored anyway, so a retry never duplicates it.
+        A server error (Label Studio's sqlite can be briefly locked) is retried, but only after checking that the
+        annotation was not stored anyway, so a retry never duplicates it.
         """
         path = f"/api/tasks/{tid}/annotations/"
         for attempt in range(attempts):

@@ -1,12 +1,22 @@
-"""A local Label Studio server per dataset: offline settings, data under the dataset, secrets outside git.
+"""Label Studio servers per dataset: one server (a *seat*) per annotator, offline, secrets outside any served root.
 
-The server runs from its own venv (label-studio pins Django, pyarrow<25, openai<2, … which clash with the
-project's packages), so tiermap only starts its executable and talks to it over HTTP.
+Why one server per annotator: the community edition has no roles, and its organizations do not isolate either
+(1.23.2: `AnnotationAPI` uses `Annotation.objects.all()`, `Project.has_permission` is true for every user who was
+never removed from the project's organization, and a user may PATCH its own `active_organization`). A seat is its
+own Django process and SQLite database, holding the annotator, the admin and a copy of the project, so nothing an
+annotator can do reaches another annotator's work.
+
+Layout (datasets/<d>/labelstudio/, mode 0700, ignored by git):
+    credentials.json   schema.LSCredentials (mode 0600): per seat the admin password, API token, URL and pid
+    simulated.json     passwords of simulated annotators only (mode 0600); real annotators' passwords are not stored
+    seats/seat-<n>/    one Label Studio data dir per seat: sqlite, .env (SECRET_KEY), media, export, server.log
+The served file root (LOCAL_FILES_DOCUMENT_ROOT) is datasets/<d>/crops/: only the images annotators must see.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -14,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -27,49 +37,73 @@ _REPO = Path(__file__).resolve().parents[1]
 # get_env() in Label Studio falls back to these bare names, so a stray one in the shell changes its behaviour.
 _SCRUB = ("USERNAME", "PASSWORD", "HOST", "PORT", "DEBUG", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
           "http_proxy", "https_proxy", "all_proxy", "LABEL_STUDIO_API_KEY")
+EMAIL_RE = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+$")
+Log = Callable[[str], None]
 
 
 class LabelStudioError(RuntimeError):
     """Label Studio is missing, unreachable or refused a request."""
 
 
-@dataclass
-class Credentials:
-    """Admin login and the running server's address; kept in the git-ignored server folder (mode 0600)."""
-
-    email: str
-    password: str
-    token: str
-    url: str = ""
-    pid: int = 0
-    annotators: dict[str, str] | None = None
-
-
 def server_dir(ds: schema.DatasetPaths) -> Path:
-    """datasets/<d>/labelstudio/: sqlite DB, media, credentials (never tracked: it holds a `*` .gitignore)."""
+    """datasets/<d>/labelstudio/: seats' data dirs and credentials (never tracked: it holds a `*` .gitignore)."""
     return ds.dir / "labelstudio"
 
 
 def credentials_path(ds: schema.DatasetPaths) -> Path:
-    """The credentials file of a dataset's server."""
+    """The credentials file of a dataset's seats."""
     return server_dir(ds) / "credentials.json"
 
 
-def read_credentials(ds: schema.DatasetPaths) -> Credentials:
-    """Credentials of the dataset's server; a clear error when it was never served."""
+def simulated_path(ds: schema.DatasetPaths) -> Path:
+    """Passwords of simulated annotators (demo and tests)."""
+    return server_dir(ds) / "simulated.json"
+
+
+def seat_dir(ds: schema.DatasetPaths, seat: schema.LSSeat) -> Path:
+    """A seat's Label Studio data dir."""
+    return server_dir(ds) / "seats" / seat.slug
+
+
+def document_root(ds: schema.DatasetPaths) -> Path:
+    """The only folder Label Studio serves files from: the crops annotators look at."""
+    return ds.dir / "crops"
+
+
+def _ensure_private_dir(ds: schema.DatasetPaths) -> Path:
+    d = server_dir(ds)
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o700)
+    gi = d / ".gitignore"
+    if not gi.is_file():
+        gi.write_text("# Label Studio data and secrets: never tracked\n*\n")
+    return d
+
+
+def read_credentials(ds: schema.DatasetPaths) -> schema.LSCredentials:
+    """The dataset's seats (none yet: an empty record)."""
     path = credentials_path(ds)
-    if not path.is_file():
-        raise LabelStudioError(f"{path}: no Label Studio credentials (start one with `tiermap annotate serve --dataset {ds.name}`)")
-    data = schema.read_json(path)
-    try:
-        return Credentials(**data)
-    except TypeError as err:
-        raise schema.SchemaError(path, "<root>", f"Label Studio credentials ({err})") from None
+    return schema.read_model(schema.LSCredentials, path) if path.is_file() else schema.LSCredentials(admin_email=ADMIN_EMAIL)
 
 
-def write_credentials(ds: schema.DatasetPaths, cred: Credentials) -> Path:
+def write_credentials(ds: schema.DatasetPaths, cred: schema.LSCredentials) -> Path:
     """Write credentials atomically, readable by the owner only."""
-    return atomic.write_text(credentials_path(ds), json.dumps(asdict(cred), indent=2), mode=0o600)
+    _ensure_private_dir(ds)
+    return atomic.write_text(credentials_path(ds), schema.dump_json(cred.model_dump(mode="json")), mode=0o600)
+
+
+def read_simulated(ds: schema.DatasetPaths) -> dict[str, str]:
+    """email → password of simulated annotators."""
+    path = simulated_path(ds)
+    return dict(schema.read_json(path)) if path.is_file() else {}
+
+
+def seat_of(ds: schema.DatasetPaths, annotator: str) -> schema.LSSeat:
+    """The seat of one annotator; a clear error when there is none."""
+    seat = read_credentials(ds).seat(annotator)
+    if seat is None:
+        raise LabelStudioError(f"{credentials_path(ds)}: no seat for {annotator!r} (add it with `tiermap annotate users add {annotator}`)")
+    return seat
 
 
 def label_studio_bin() -> Path:
@@ -85,15 +119,14 @@ def label_studio_bin() -> Path:
                            f"label-studio=={LS_VERSION}) or set TIERMAP_LABEL_STUDIO to its executable")
 
 
-def server_env(data_dir: Path, document_root: Path, cred: Credentials) -> dict[str, str]:
-    """Environment for every label-studio command: offline, no prompts, legacy tokens on, local files served."""
+def server_env(data_dir: Path, doc_root: Path, email: str, password: str, token: str) -> dict[str, str]:
+    """Environment for every label-studio command: offline, no prompts, legacy tokens on, only `doc_root` served."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
-    data_dir, document_root = Path(data_dir).resolve(), Path(document_root).resolve()
     env.update({
-        "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir), "DJANGO_DB": "sqlite",
-        "LABEL_STUDIO_USERNAME": cred.email, "LABEL_STUDIO_PASSWORD": cred.password, "LABEL_STUDIO_USER_TOKEN": cred.token,
+        "LABEL_STUDIO_BASE_DATA_DIR": str(Path(data_dir).resolve()), "DJANGO_DB": "sqlite",
+        "LABEL_STUDIO_USERNAME": email, "LABEL_STUDIO_PASSWORD": password, "LABEL_STUDIO_USER_TOKEN": token,
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true", "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-        "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true", "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(document_root),
+        "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true", "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(Path(doc_root).resolve()),
         "LABEL_STUDIO_LATEST_VERSION_CHECK": "false", "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
         "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "", "FEATURE_FLAGS_OFFLINE": "true",
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
@@ -101,21 +134,26 @@ def server_env(data_dir: Path, document_root: Path, cred: Credentials) -> dict[s
     return env
 
 
+def seat_env(ds: schema.DatasetPaths, seat: schema.LSSeat, admin_email: str = ADMIN_EMAIL) -> dict[str, str]:
+    """The environment of one seat's label-studio commands."""
+    return server_env(seat_dir(ds, seat), document_root(ds), admin_email, seat.admin_password, seat.token)
+
+
 def template_dir(ls_bin: Path) -> Path:
     """A migrated data dir kept beside the server's venv (starting from a copy takes ~3 s instead of ~25 s)."""
     return ls_bin.resolve().parent.parent / f"tiermap-template-{LS_VERSION}"
 
 
-def ensure_template(ls_bin: Path, log=print) -> Path:  # type: ignore[no-untyped-def]
+def ensure_template(ls_bin: Path, log: Log = print) -> Path:
     """Create the migrated template data dir once (`label-studio init`)."""
     tpl = template_dir(ls_bin)
     if (tpl / "label_studio.sqlite3").is_file():
         return tpl
     log(f"preparing a Label Studio template (database migrations, ~25 s, once): {tpl}")
     with atomic.atomic_dir(tpl) as tmp:
-        cred = Credentials(ADMIN_EMAIL, "template-" + secrets.token_hex(8), "t" + secrets.token_hex(19))
+        env = server_env(tmp, tmp, ADMIN_EMAIL, "template-" + secrets.token_hex(8), "t" + secrets.token_hex(19))
         res = subprocess.run([str(ls_bin), "init", "--enable-legacy-api-token", "--data-dir", str(tmp)],
-                             env=server_env(tmp, tmp, cred), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                             env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if res.returncode != 0:
             raise LabelStudioError(f"`label-studio init` failed: {(res.stderr or res.stdout).strip().splitlines()[-1:]}")
     return tpl
@@ -130,27 +168,65 @@ def django_shell(ls_bin: Path, env: dict[str, str], lines: list[str]) -> str:
     return res.stdout
 
 
-def init_data_dir(ds: schema.DatasetPaths, ls_bin: Path, log=print) -> Credentials:  # type: ignore[no-untyped-def]
-    """A new server folder from the template with fresh secrets: SECRET_KEY, admin password and API token."""
-    data = server_dir(ds)
+def _set_annotator_lines(email: str, password: str) -> list[str]:
+    """Django lines that create (or find) the annotator, set its password and put it in the seat's organization."""
+    return ["from users.models import User", "from organizations.models import Organization",
+            "org = Organization.objects.first()",
+            f"u = User.objects.filter(email={email!r}).first() or User.objects.create_user(email={email!r}, "
+            f"username={email.split('@')[0]!r}, first_name={email.split('@')[0].capitalize()!r})",
+            f"u.set_password({password!r}); u.active_organization = org; u.save()",
+            "org.add_user(u) if not org.has_user(u) else None",
+            "print('SEATUSER=%d' % u.id)"]
+
+
+def add_seat(ds: schema.DatasetPaths, annotator: str, password: str, simulated: bool = False, log: Log = print) -> schema.LSSeat:
+    """A new seat for one annotator: a server data dir from the template with fresh secrets, the annotator's account."""
+    if not EMAIL_RE.match(annotator):
+        raise schema.SchemaError("<users>", "email", "a plain e-mail address", annotator)
+    cred = read_credentials(ds)
+    if cred.seat(annotator) is not None:
+        raise LabelStudioError(f"{annotator} already has a seat (use --reset-password for a new password)")
+    ls_bin = label_studio_bin()
     tpl = ensure_template(ls_bin, log)
-    cred = Credentials(ADMIN_EMAIL, secrets.token_urlsafe(12), secrets.token_hex(20))
-    with atomic.atomic_dir(data) as tmp:
-        tmp.chmod(0o700)  # holds the secrets
+    n = max((int(s.slug.split("-")[1]) for s in cred.seats), default=0) + 1
+    seat = schema.LSSeat(annotator=annotator, slug=f"seat-{n}", admin_password=secrets.token_urlsafe(12),
+                         token=secrets.token_hex(20), simulated=simulated)
+    _ensure_private_dir(ds)
+    document_root(ds).mkdir(parents=True, exist_ok=True)
+    with atomic.atomic_dir(seat_dir(ds, seat)) as tmp:
+        tmp.chmod(0o700)
         shutil.copy2(tpl / "label_studio.sqlite3", tmp / "label_studio.sqlite3")
         for sub in ("media", "export"):
             (tmp / sub).mkdir()
-        (tmp / ".gitignore").write_text("# Label Studio data and secrets: never tracked\n*\n")
         atomic.write_text(tmp / ".env", f"SECRET_KEY={secrets.token_urlsafe(50)}\n", mode=0o600)
-        django_shell(ls_bin, server_env(tmp, ds.dir.resolve(), cred), [
-            "from users.models import User",
-            "from rest_framework.authtoken.models import Token",
-            f"u = User.objects.get(email={ADMIN_EMAIL!r})",
-            f"u.set_password({cred.password!r}); u.save()",
-            f"Token.objects.filter(user=u).update(key={cred.token!r})",
-        ])
-        atomic.write_text(tmp / "credentials.json", json.dumps(asdict(cred), indent=2), mode=0o600)
-    return cred
+        env = server_env(tmp, document_root(ds), cred.admin_email, seat.admin_password, seat.token)
+        out = django_shell(ls_bin, env, [
+            "from users.models import User", "from rest_framework.authtoken.models import Token",
+            f"a = User.objects.get(email={ADMIN_EMAIL!r})", f"a.email = {cred.admin_email!r}",
+            f"a.set_password({seat.admin_password!r}); a.save()",
+            f"Token.objects.filter(user=a).update(key={seat.token!r})",
+            *_set_annotator_lines(annotator, password)])
+    seat.user_id = _seat_user(out)
+    cred.seats.append(seat)
+    write_credentials(ds, cred)
+    if simulated:
+        atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
+    return seat
+
+
+def reset_password(ds: schema.DatasetPaths, annotator: str, password: str) -> None:
+    """Give an annotator a new password on its seat (stored only for simulated annotators)."""
+    seat = seat_of(ds, annotator)
+    django_shell(label_studio_bin(), seat_env(ds, seat, read_credentials(ds).admin_email), _set_annotator_lines(annotator, password))
+    if seat.simulated:
+        atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
+
+
+def _seat_user(out: str) -> int:
+    m = re.search(r"SEATUSER=(\d+)", out)
+    if m is None:
+        raise LabelStudioError("label-studio shell did not report the annotator's user id")
+    return int(m.group(1))
 
 
 def free_port() -> int:
@@ -162,6 +238,8 @@ def free_port() -> int:
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
     """True when the server answers /health with UP."""
+    if not url:
+        return False
     try:
         r = requests.get(f"{url}/health", timeout=timeout, proxies={"http": "", "https": ""})
         return r.ok and r.json().get("status") == "UP"
@@ -177,34 +255,52 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def start(ds: schema.DatasetPaths, port: int | None = None, timeout: float = 120.0, log=print) -> Credentials:  # type: ignore[no-untyped-def]
-    """Start the dataset's server in the background (reusing a running one); returns credentials with url and pid."""
+def running(seat: schema.LSSeat) -> bool:
+    """Whether a seat's server process is alive and healthy."""
+    return bool(seat.pid) and _alive(seat.pid) and healthy(seat.url)
+
+
+def start(ds: schema.DatasetPaths, timeout: float = 120.0, log: Log = print) -> schema.LSCredentials:
+    """Start every seat's server that is not running (all at once); returns the credentials with URLs and pids."""
     ls_bin = label_studio_bin()
-    if credentials_path(ds).is_file():
-        cred = read_credentials(ds)
-        if cred.pid and _alive(cred.pid) and healthy(cred.url):
-            return cred
-    else:
-        cred = init_data_dir(ds, ls_bin, log)
-    port = port or free_port()
-    url = f"http://127.0.0.1:{port}"
-    data = server_dir(ds).resolve()
-    log_file = open(data / "server.log", "ab")
-    # Its own process group, so stop() ends the Django server and its children together.
-    proc = subprocess.Popen([str(ls_bin), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port)],
-                            env=server_env(data, ds.dir.resolve(), cred), stdout=log_file, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=data)
-    log_file.close()
+    cred = read_credentials(ds)
+    document_root(ds).mkdir(parents=True, exist_ok=True)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    for seat in cred.seats:
+        if running(seat):
+            continue
+        port = free_port()
+        seat.url = f"http://127.0.0.1:{port}"
+        data = seat_dir(ds, seat).resolve()
+        with open(data / "server.log", "ab") as log_file:
+            # Its own process group, so stop() ends the Django server and its children together.
+            procs[seat.annotator] = subprocess.Popen(
+                [str(ls_bin), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port)],
+                env=seat_env(ds, seat, cred.admin_email), stdout=log_file, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, cwd=data)
+        seat.pid = procs[seat.annotator].pid
     deadline = time.monotonic() + timeout
-    while not healthy(url, timeout=1.0):
-        if proc.poll() is not None:
-            raise LabelStudioError(f"Label Studio exited with code {proc.returncode} while starting; see {data / 'server.log'}")
-        if time.monotonic() > deadline:
+    waiting = dict(procs)
+    try:
+        while waiting:
+            for who, proc in list(waiting.items()):
+                seat = cred.seat(who)
+                assert seat is not None
+                if healthy(seat.url, timeout=1.0):
+                    del waiting[who]
+                elif proc.poll() is not None:
+                    raise LabelStudioError(f"Label Studio of {who} exited with code {proc.returncode} while starting; "
+                                           f"see {seat_dir(ds, seat) / 'server.log'}")
+            if waiting and time.monotonic() > deadline:
+                raise LabelStudioError(f"Label Studio of {', '.join(waiting)} did not answer /health within {timeout:.0f} s")
+            time.sleep(0.3)
+    except BaseException:
+        for proc in procs.values():
             _kill_group(proc.pid)
-            raise LabelStudioError(f"Label Studio did not answer {url}/health within {timeout:.0f} s; see {data / 'server.log'}")
-        time.sleep(0.3)
-    cred.url, cred.pid = url, proc.pid
+        raise
     write_credentials(ds, cred)
+    if procs:
+        log(f"started {len(procs)} Label Studio seat(s) for dataset {ds.name!r}")
     return cred
 
 
@@ -228,26 +324,30 @@ def _kill_group(pid: int, grace: float = 15.0) -> None:
         pass
 
 
-def stop(ds: schema.DatasetPaths) -> bool:
-    """Stop the dataset's server if it runs; True when one was stopped."""
+def stop(ds: schema.DatasetPaths, annotator: str | None = None) -> int:
+    """Stop the dataset's running seats (or one annotator's); how many were stopped."""
     if not credentials_path(ds).is_file():
-        return False
+        return 0
     cred = read_credentials(ds)
-    if not (cred.pid and _alive(cred.pid)):
-        return False
-    _kill_group(cred.pid)
-    cred.pid = 0
+    n = 0
+    for seat in cred.seats:
+        if annotator not in (None, seat.annotator) or not (seat.pid and _alive(seat.pid)):
+            continue
+        _kill_group(seat.pid)
+        seat.pid = 0
+        n += 1
     write_credentials(ds, cred)
-    return True
+    return n
 
 
-def serve_forever(ds: schema.DatasetPaths, port: int | None = None, log=print) -> None:  # type: ignore[no-untyped-def]
-    """Start the server and block until Ctrl-C, then stop it."""
-    cred = start(ds, port, log=log)
-    log(f"Label Studio for dataset {ds.name!r}: {cred.url}  (admin {cred.email}; password and token in {credentials_path(ds)})")
-    log("Ctrl-C stops it.")
+def serve_forever(ds: schema.DatasetPaths, log: Log = print) -> None:
+    """Start every seat and block until Ctrl-C, then stop them."""
+    cred = start(ds, log=log)
+    for seat in cred.seats:
+        log(f"  {seat.annotator}: {seat.url}")
+    log("Ctrl-C stops them.")
     try:
-        while _alive(cred.pid):
+        while any(_alive(s.pid) for s in cred.seats):
             time.sleep(1.0)
     except KeyboardInterrupt:
         pass

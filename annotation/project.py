@@ -1,11 +1,10 @@
 """The labelling project: config shown to annotators (crop, context gallery, three text fields) and instructions."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from annotation.ls_client import LabelStudio
-from annotation.ls_server import read_credentials
+from annotation.ls_client import Admin
+from annotation.ls_server import LabelStudioError, document_root, read_credentials
 from tiermap import schema
 
 FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "visually_similar": "vis_sim"}
@@ -40,36 +39,47 @@ LABEL_CONFIG = """<View>
 </View>"""
 
 
-def connect(ds: schema.DatasetPaths, url: str | None = None, token: str | None = None) -> LabelStudio:
-    """Admin client for the dataset's server: --url/--token, then TIERMAP_LS_URL/TIERMAP_LS_TOKEN, then credentials."""
-    url = url or os.environ.get("TIERMAP_LS_URL")
-    token = token or os.environ.get("TIERMAP_LS_TOKEN")
-    if not (url and token):
-        cred = read_credentials(ds)
-        url, token = url or cred.url, token or cred.token
-    return LabelStudio(url, token)
+def admins(ds: schema.DatasetPaths) -> list[Admin]:
+    """An admin client per seat, in seat order; a clear error when the dataset has no annotators yet."""
+    cred = read_credentials(ds)
+    if not cred.seats:
+        raise LabelStudioError(f"dataset {ds.name!r} has no annotators yet: add them with `tiermap annotate users add EMAIL...` "
+                               "(each gets a Label Studio seat of their own)")
+    return [Admin(s) for s in cred.seats]
 
 
 def project_title(ds: schema.DatasetPaths) -> str:
-    """One project per dataset."""
+    """One project per dataset on every seat."""
     return f"tiermap {ds.name}"
 
 
-def find_project(ls: LabelStudio, ds: schema.DatasetPaths) -> dict[str, Any] | None:
-    """The dataset's project, if it exists."""
+def find_project(ls: Admin, ds: schema.DatasetPaths) -> dict[str, Any] | None:
+    """The dataset's project on a seat, if it exists."""
     return next((p for p in ls.projects() if p["title"] == project_title(ds)), None)
 
 
-def ensure_project(ls: LabelStudio, ds: schema.DatasetPaths, annotations_per_task: int = 4) -> int:
-    """Create or update the project (config, instructions, 4 annotations per task) and its local-files storage."""
-    fields = {"title": project_title(ds), "label_config": LABEL_CONFIG, "expert_instruction": INSTRUCTIONS,
-              "show_instruction": True, "maximum_annotations": annotations_per_task, "show_collab_predictions": True,
-              "description": f"Tiered object labels for dataset {ds.name} (OpenLex3D protocol)"}
+def project_fields(ds: schema.DatasetPaths) -> dict[str, Any]:
+    """The project as push sets it (one annotation per task: each seat holds one annotator)."""
+    return {"title": project_title(ds), "label_config": LABEL_CONFIG, "expert_instruction": INSTRUCTIONS,
+            "show_instruction": True, "maximum_annotations": 1, "show_collab_predictions": True,
+            "description": f"Tiered object labels for dataset {ds.name} (OpenLex3D protocol)"}
+
+
+def ensure_project(ls: Admin, ds: schema.DatasetPaths, scenes: list[str]) -> int:
+    """Create or restore the seat's project (config, instructions) and a local-files storage per scene's crops."""
+    fields = project_fields(ds)
     proj = find_project(ls, ds)
-    pid = ls.update_project(proj["id"], **fields)["id"] if proj else ls.create_project(**fields)["id"]
-    crops = str((ds.dir / "crops").resolve())
-    if not any(s.get("path") == crops for s in ls.local_storages(pid)):
-        ls.add_local_storage(pid, crops, "crops")
+    if proj is None:
+        pid = ls.create_project(**fields)
+    else:
+        pid = int(proj["id"])
+        if any(proj.get(k) != v for k, v in fields.items()):
+            ls.update_project(pid, **fields)
+    have = {s.get("path") for s in ls.local_storages(pid)}
+    for scene in scenes:
+        path = str((document_root(ds) / scene).resolve())
+        if path not in have:
+            ls.add_local_storage(pid, path, f"crops {scene}")
     return pid
 
 

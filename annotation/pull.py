@@ -1,7 +1,6 @@
-"""Pull annotations: keep the raw export untouched (append-only, timestamped), then write the tidy labels table."""
+"""Pull annotations from every seat: raw exports kept untouched first, then the tamper check, then the tidy labels table."""
 from __future__ import annotations
 
-import copy
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -9,19 +8,37 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.ls_client import LabelStudio
-from annotation.project import find_project
-from annotation.push import crop_tasks
+from annotation.ledger import FLAG_COLUMNS, Flag, compare, ledger_tasks, seat_entries
+from annotation.project import admins
+from annotation.push import crop_tasks, read_tasks_record
 from tiermap import atomic, schema
 
 
+class TamperError(RuntimeError):
+    """A pull found annotations that disappeared, changed or were written by someone else (exit 3)."""
+
+    def __init__(self, flags: list[Flag], report: Path) -> None:
+        self.flags = flags
+        super().__init__(f"{len(flags)} annotation(s) flagged (listed in {report}); the pulled versions were kept. "
+                         "Re-run with --accept-changes to accept changes and removals.")
+
+
 def raw_dir(ds: schema.DatasetPaths) -> Path:
-    """labels/raw/: one export file per pull, never rewritten."""
+    """labels/raw/: export files per pull and seat, never rewritten."""
     return ds.labels / "raw"
 
 
-def _new_raw_path(ds: schema.DatasetPaths, suffix: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+def ledger_path(ds: schema.DatasetPaths) -> Path:
+    """labels/ledger.json: accepted annotations (kept across pulls)."""
+    return ds.labels / "ledger.json"
+
+
+def tamper_report(ds: schema.DatasetPaths) -> Path:
+    """labels/tamper.csv: what the last pull flagged, one row per task and annotator."""
+    return ds.labels / "tamper.csv"
+
+
+def _new_raw_path(ds: schema.DatasetPaths, stamp: str, suffix: str) -> Path:
     path = raw_dir(ds) / f"{stamp}-{suffix}"
     n = 1
     while path.exists():
@@ -30,56 +47,72 @@ def _new_raw_path(ds: schema.DatasetPaths, suffix: str) -> Path:
     return path
 
 
-def save_raw(ds: schema.DatasetPaths, export: bytes, users: list[dict[str, Any]]) -> Path:
-    """Store the export bytes as received (plus the user list that resolves annotator ids) before any parsing."""
-    path = _new_raw_path(ds, "export.json")
+def save_raw(ds: schema.DatasetPaths, stamp: str, slug: str, export: bytes, users: list[dict[str, Any]]) -> Path:
+    """Store a seat's export bytes as received (plus its user list) before any parsing."""
+    path = _new_raw_path(ds, stamp, f"{slug}-export.json")
     atomic.write_bytes(path, export)
     atomic.write_text(path.with_name(path.name.replace("export.json", "users.json")), json.dumps(users, indent=1))
     return path
 
 
-def resolve_annotators(tasks: Any, users: list[dict[str, Any]]) -> Any:
-    """A copy of the export with `completed_by` ids replaced by {id, email} (the raw file keeps the ids)."""
-    if not isinstance(tasks, list):
-        return tasks
-    emails = {u.get("id"): u.get("email") for u in users}
-    out = copy.deepcopy(tasks)
-    for t in out:
-        for a in (t.get("annotations") or []) if isinstance(t, dict) else []:
-            if isinstance(a, dict) and isinstance(a.get("completed_by"), int) and a["completed_by"] in emails:
-                a["completed_by"] = {"id": a["completed_by"], "email": emails[a["completed_by"]]}
-    return out
+def parse_raw(path: Path, raw: bytes) -> list[dict[str, Any]]:
+    """A raw export as a list of task dicts (validated), or a SchemaError naming the file."""
+    try:
+        tasks = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise schema.SchemaError(path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
+    schema.parse_ls_export(tasks, path)
+    return tasks
 
 
-def tidy_from_raw(ds: schema.DatasetPaths, raw_path: Path, users: list[dict[str, Any]], scenes: list[str],
-                  raw: bytes | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Tidy labels and flagged rows from one raw export (its bytes, if already in memory); tasks not ours are flagged."""
+def labels_from_ledger(ds: schema.DatasetPaths, ledger: schema.Ledger, scenes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tidy labels and flagged rows of the accepted annotations; objects no longer cropped are flagged, not kept."""
     from annotation.tidy import tidy_export
 
-    try:
-        tasks = json.loads(raw_path.read_bytes() if raw is None else raw)
-    except json.JSONDecodeError as err:
-        raise schema.SchemaError(raw_path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
-    labels, flagged = tidy_export(resolve_annotators(tasks, users), raw_path)
+    labels, flagged = tidy_export(ledger_tasks(ledger), ledger_path(ds))
     known = {(t["scene"], t["object_id"]) for t in crop_tasks(ds, scenes).values()}
     ours = pd.Series([(s, o) in known for s, o in zip(labels["scene"], labels["object_id"])], index=labels.index, dtype=bool)
     if not ours.all():
         extra = labels[~ours].assign(reason="unknown task: scene/object not in this dataset's crops")
-        flagged = pd.concat([flagged, extra[[c for c in flagged.columns if c in extra.columns] or list(extra.columns)]], ignore_index=True)
+        flagged = pd.concat([flagged, extra[[c for c in flagged.columns if c in extra.columns]]], ignore_index=True)
         labels = labels[ours]
     return labels.reset_index(drop=True), flagged.reset_index(drop=True)
 
 
-def pull(ds: schema.DatasetPaths, scenes: list[str], ls: LabelStudio) -> dict[str, Any]:
-    """Export → labels/raw/<time>-export.json → labels/labels.parquet (+ labels/flagged.csv for rejected rows)."""
-    proj = find_project(ls, ds)
-    if proj is None:
-        raise schema.SchemaError(ls.url, "project", f"a Label Studio project for dataset {ds.name!r} (run `tiermap annotate push` first)")
-    users = ls.users()
-    raw = ls.export_bytes(proj["id"])
-    raw_path = save_raw(ds, raw, users)
-    labels, flagged = tidy_from_raw(ds, raw_path, users, scenes, raw)
+def pull(ds: schema.DatasetPaths, scenes: list[str], accept_changes: bool = False) -> dict[str, Any]:
+    """Export every seat → labels/raw/ → compare with labels/ledger.json → labels.parquet, flagged.csv, tamper.csv.
+
+    Raises TamperError after writing everything when annotations were flagged and `accept_changes` is off.
+    """
+    record = read_tasks_record(ds)
+    ledger = schema.read_ledger(ledger_path(ds))
+    old = {(e.key, e.annotator): e for e in ledger.entries}
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    current: dict[str, dict[str, schema.LedgerEntry]] = {}
+    flags: list[Flag] = []
+    raws = []
+    for ls in admins(ds):
+        seat = ls.seat
+        tasks = record.seats.get(seat.annotator)
+        if tasks is None:
+            flags.append(Flag("*", seat.annotator, "not pushed", "the seat has no tasks yet (run `tiermap annotate push`)"))
+            continue
+        raw = ls.export_bytes(tasks.project_id) if any(p["id"] == tasks.project_id for p in ls.projects()) else b"[]"
+        path = save_raw(ds, stamp, seat.slug, raw, ls.users())
+        raws.append(path)
+        entries, seat_flags = seat_entries(parse_raw(path, raw), seat, tasks, path.name, old)
+        current[seat.annotator], flags = entries, flags + seat_flags
+    new_ledger, changes, added = compare(ledger, current, accept_changes)
+    flags += changes
+    schema.write_ledger(new_ledger, ledger_path(ds))
+    labels, flagged = labels_from_ledger(ds, new_ledger, scenes)
     schema.write_labels(ds.labels / "labels.parquet", labels)
     atomic.write_text(ds.labels / "flagged.csv", flagged.to_csv(index=False))
-    return {"raw export": str(raw_path), "label rows": len(labels), "objects": labels.groupby(["scene", "object_id"]).ngroups,
-            "annotators": labels["annotator"].nunique(), "flagged rows": len(flagged)}
+    rows = pd.DataFrame([[f.key, f.annotator, f.kind, f.detail] for f in flags], columns=FLAG_COLUMNS)
+    atomic.write_text(tamper_report(ds), rows.sort_values(["key", "annotator", "kind"]).to_csv(index=False))
+    blocking = [f for f in flags if f.kind not in ("not pushed",)]
+    if blocking and not accept_changes:
+        raise TamperError(blocking, tamper_report(ds))
+    return {"raw exports": ", ".join(str(p) for p in raws), "seats": len(raws), "new annotations": added,
+            "label rows": len(labels), "objects": labels.groupby(["scene", "object_id"]).ngroups,
+            "annotators": labels["annotator"].nunique(), "flagged rows": len(flagged), "tamper flags": len(flags)}

@@ -7,9 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from annotation.ls_client import LabelStudio
-from annotation.push import crop_records
-from annotation.project import FIELDS, INSTRUCTIONS, find_project, textarea_result
+from annotation.project import FIELDS, INSTRUCTIONS, admins, textarea_result
+from annotation.push import crop_records, read_tasks_record
 from tiermap import atomic, schema
 
 PROMPT = ("You label objects for a 3D scene-understanding benchmark. The image shows one object with its background "
@@ -29,39 +28,45 @@ def cache_path(ds: schema.DatasetPaths, model: str) -> Any:
     return ds.labels / "suggestions" / f"{model.replace('/', '_')}.json"
 
 
-def suggest(ds: schema.DatasetPaths, scenes: list[str], ls: LabelStudio, model: str = "gemini-2.5-flash",
+def suggest(ds: schema.DatasetPaths, scenes: list[str], model: str = "gemini-2.5-flash",
             log: Callable[[str], None] = print) -> dict[str, int]:
-    """Ask Gemini once per crop (cached by crop hash) and import its answers as predictions (once per task)."""
+    """Ask Gemini once per crop (cached by crop hash) and import its answers as predictions on every seat (once per task)."""
     from tiermap.gemini import ask_image, gemini_client
 
-    proj = find_project(ls, ds)
-    if proj is None:
-        raise schema.SchemaError(ls.url, "project", f"a Label Studio project for dataset {ds.name!r} (run `tiermap annotate push` first)")
+    record = read_tasks_record(ds)
     path = cache_path(ds, model)
     cache = schema.read_json(path) if path.is_file() else {"answers": {}, "imported": {}}
     records = crop_records(ds, scenes)
-    tasks = [(t["id"], t["data"]) for t in ls.export(proj["id"]) if (t.get("data") or {}).get("key") in records]
+    keys = [k for k in sorted(record.crop_hashes) if k in records]
     client = None
     asked = 0
-    for tid, d in tasks:
-        h = d["crop_hash"]
+    for key in keys:
+        h = record.crop_hashes[key]
         if h in cache["answers"]:
             continue
-        crop = ds.dir / "crops" / d["scene"] / records[d["key"]].crop
+        crop = ds.dir / "crops" / records[key].scene / records[key].crop
         if not crop.is_file():
-            raise schema.SchemaError(crop, "<file>", f"the crop of task {tid} (re-run `tiermap annotate crops`)")
+            raise schema.SchemaError(crop, "<file>", f"the crop of task {key} (re-run `tiermap annotate crops`)")
         client = client or gemini_client("tiermap annotate suggest --gemini")
         ans = ask_image(client, model, crop.read_bytes(), PROMPT, ObjectWords)
         cache["answers"][h] = ans.model_dump()
         atomic.write_text(path, json.dumps(cache, indent=1, sort_keys=True))
         asked += 1
-        log(f"  gemini {asked}: {d['key']} -> {', '.join(ans.synonyms[:3])}")
-    new = [(tid, d) for tid, d in tasks if cache["imported"].get(str(tid)) != d["crop_hash"]]
-    if new:
-        ls.import_predictions(proj["id"], [{
+        log(f"  gemini {asked}: {key} -> {', '.join(ans.synonyms[:3])}")
+    imported = 0
+    for ls in admins(ds):
+        seat = record.seats.get(ls.seat.annotator)
+        if seat is None:
+            continue
+        done = cache["imported"].setdefault(ls.seat.annotator, {})
+        new = [(seat.tasks[k], record.crop_hashes[k]) for k in keys if k in seat.tasks and done.get(str(seat.tasks[k])) != record.crop_hashes[k]]
+        if not new:
+            continue
+        ls.import_predictions(seat.project_id, [{
             "task": tid, "model_version": model, "score": 0.5,
-            "result": textarea_result({k: ", ".join(cache["answers"][d["crop_hash"]][k]) for k in FIELDS})} for tid, d in new])
-        ls.update_project(proj["id"], model_version=model)
-        cache["imported"].update({str(tid): d["crop_hash"] for tid, d in new})
+            "result": textarea_result({f: ", ".join(cache["answers"][h][f]) for f in FIELDS})} for tid, h in new])
+        ls.update_project(seat.project_id, model_version=model)
+        done.update({str(tid): h for tid, h in new})
         atomic.write_text(path, json.dumps(cache, indent=1, sort_keys=True))
-    return {"tasks": len(tasks), "gemini calls": asked, "predictions imported": len(new)}
+        imported += len(new)
+    return {"tasks": len(keys), "gemini calls": asked, "predictions imported": imported}

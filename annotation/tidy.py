@@ -76,11 +76,13 @@ def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFr
     annotators: list[str] = []
     cats: list[str] = []
     texts: list[str] = []
+    prov: list[tuple[int, str, str]] = []
     for t in parsed:
         for a in t.annotations:
             if a.was_cancelled:
                 continue
             who = a.annotator
+            stamp = (a.id or 0, str(getattr(a, "created_at", None) or ""), str(getattr(a, "updated_at", None) or ""))
             for r in a.result:
                 cat = r.category
                 if cat is None or not r.value.text:
@@ -91,9 +93,13 @@ def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFr
                     annotators.append(who)
                     cats.append(cat)
                     texts.append(text)
+                    prov.append(stamp)
     df = pd.DataFrame({"scene": pd.Series(scenes, dtype=object), "object_id": pd.Series(objects, dtype="int64"),
                        "annotator": pd.Series(annotators, dtype=object), "category": pd.Series(cats, dtype=object),
-                       "raw_label": pd.Series(texts, dtype=object)})
+                       "raw_label": pd.Series(texts, dtype=object),
+                       "annotation_id": pd.Series([p[0] for p in prov], dtype="int64"),
+                       "created_at": pd.Series([p[1] for p in prov], dtype=object),
+                       "updated_at": pd.Series([p[2] for p in prov], dtype=object)})
     # an HTML entity's ';' (&amp;) is not a separator: protect it while splitting, so the piece is flagged whole
     protected = df["raw_label"].str.replace(_ENTITY, "\\1\x00", regex=True)
     df["raw_label"] = protected.str.split(SEPARATORS, regex=True)
@@ -104,7 +110,7 @@ def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFr
     df["scene"] = df["scene"].astype(object)
     reason = flag_reasons(df["raw_label"], df["label"]) if len(df) else pd.Series(dtype=object)
     bad = reason.notna().to_numpy()
-    cols = list(schema.LABEL_COLUMNS)
-    flagged = df.loc[bad, cols].assign(reason=reason[bad].astype(object)).reset_index(drop=True)
+    cols = [*schema.LABEL_COLUMNS, *schema.PROVENANCE_COLUMNS]
+    flagged = df.loc[bad, list(schema.LABEL_COLUMNS)].assign(reason=reason[bad].astype(object)).reset_index(drop=True)
     labels = df.loc[~bad, cols].drop_duplicates(["scene", "object_id", "annotator", "category", "label"])
     return schema.validate_labels_frame(labels, source), flagged[FLAG_COLUMNS]

@@ -78,14 +78,29 @@ def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPat
     return ds
 
 
+@pytest.fixture(scope="session")
+def seated_dataset(crops_dataset: schema.DatasetPaths, tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPaths:
+    """The crops dataset plus two simulated annotators' Label Studio seats (servers stopped); copy before use."""
+    from annotation import ls_server
+    from annotation.annotators import ensure_simulated
+
+    ds = schema.DatasetPaths(tmp_path_factory.mktemp("seated") / "datasets", "demo")
+    shutil.copytree(crops_dataset.dir, ds.dir)
+    try:
+        ensure_simulated(ds, 2, log=lambda *_: None)
+    finally:
+        ls_server.stop(ds)
+    return ds
+
+
 @pytest.fixture
-def ls_dataset(crops_dataset: schema.DatasetPaths, tmp_path: Path) -> Iterator[schema.DatasetPaths]:
-    """A private copy of the crops dataset with its own running Label Studio (stopped afterwards)."""
+def ls_dataset(seated_dataset: schema.DatasetPaths, tmp_path: Path) -> Iterator[schema.DatasetPaths]:
+    """A private copy of the seated dataset with its seats' servers running (stopped afterwards)."""
     from annotation import ls_server
 
     ds = schema.DatasetPaths(tmp_path / "datasets", "demo")
-    shutil.copytree(crops_dataset.dir, ds.dir)
-    ls_server.start(ds)
+    shutil.copytree(seated_dataset.dir, ds.dir)
+    ls_server.start(ds, log=lambda *_: None)
     yield ds
     ls_server.stop(ds)
 

@@ -107,16 +107,6 @@ def _scenes(params: Path) -> list[str]:
     return list(_run(lambda: load_params(params))["scenes"])
 
 
-def _ls(root: Path, dataset: str, url: str | None, token: str | None):  # type: ignore[no-untyped-def]
-    from annotation.project import connect
-
-    return _run(lambda: connect(_paths(root, dataset), url, token))
-
-
-UrlOpt = Annotated[str | None, typer.Option("--url", help="Label Studio URL (default: the dataset's server, or $TIERMAP_LS_URL).")]
-TokenOpt = Annotated[str | None, typer.Option("--token", help="API token (default: the server's credentials file, or $TIERMAP_LS_TOKEN).")]
-
-
 def _show(counts: dict) -> None:  # type: ignore[type-arg]
     for k, v in counts.items():
         console.print(f"  {k}: {v}", highlight=False)
@@ -136,90 +126,111 @@ def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (de
 
 @annotate.command("serve")
 def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo",
-                   port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
                    background: Annotated[bool, typer.Option("--background", help="Start and return (stop with --stop).")] = False,
-                   stop: Annotated[bool, typer.Option("--stop", help="Stop the dataset's running server.")] = False) -> None:
-    """Run Label Studio for the dataset on 127.0.0.1 (offline, data and secrets under datasets/<d>/labelstudio/)."""
+                   stop: Annotated[bool, typer.Option("--stop", help="Stop the dataset's running servers.")] = False) -> None:
+    """Run every annotator's Label Studio seat on 127.0.0.1 (offline; secrets under datasets/<d>/labelstudio/)."""
     from annotation import ls_server
 
     ds = _paths(root, dataset)
     if stop:
-        console.print("stopped" if _run(lambda: ls_server.stop(ds)) else "no server was running")
+        n = _run(lambda: ls_server.stop(ds))
+        console.print(f"stopped {n} seat(s)" if n else "no seat was running")
         return
     if background:
-        cred = _run(lambda: ls_server.start(ds, port, log=console.print))
-        console.print(f"Label Studio for {dataset}: {cred.url} (admin {cred.email}; password and token in {ls_server.credentials_path(ds)})")
+        cred = _run(lambda: ls_server.start(ds, log=console.print))
+        for seat in cred.seats:
+            console.print(f"  {seat.annotator}: {seat.url}", highlight=False)
+        if not cred.seats:
+            console.print("no seats yet: `tiermap annotate users add EMAIL...` gives each annotator one")
         return
-    _run(lambda: ls_server.serve_forever(ds, port, log=console.print))
+    _run(lambda: ls_server.serve_forever(ds, log=console.print))
 
 
 @annotate.command("push")
-def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
-                  url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Create or update the labelling project and one task per (scene, object); safe to re-run."""
+def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Create or update the labelling project and one task per (scene, object) on every seat; safe to re-run."""
     from annotation.push import push
     from tiermap.stages import load_params
 
     p = _run(lambda: load_params(params))
-    ls = _ls(root, dataset, url, token)
-    _show(_run(lambda: push(_paths(root, dataset), list(p["scenes"]), ls, int(p["annotation"]["annotators"]), log=console.print)))
+    _show(_run(lambda: push(_paths(root, dataset), list(p["scenes"]), int(p["annotation"]["annotators"]), log=console.print)))
 
 
 @annotate.command("pull")
 def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
-                  url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Export annotations: raw export kept in labels/raw/, tidy table labels/labels.parquet, rejects in labels/flagged.csv."""
-    from annotation.pull import pull
+                  accept_changes: Annotated[bool, typer.Option("--accept-changes", help="Accept changed and removed annotations.")] = False
+                  ) -> None:
+    """Export every seat (raw exports kept in labels/raw/), check for tampering, write labels/labels.parquet."""
+    from annotation.pull import TamperError, pull
 
-    ls = _ls(root, dataset, url, token)
-    _show(_run(lambda: pull(_paths(root, dataset), _scenes(params), ls)))
+    def go():  # type: ignore[no-untyped-def]
+        try:
+            return pull(_paths(root, dataset), _scenes(params), accept_changes)
+        except TamperError as err:
+            return err
+
+    res = _run(go)
+    if isinstance(res, TamperError):
+        for f in res.flags:
+            err_console.print(f.line(), highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {res}", highlight=False, soft_wrap=True)
+        raise typer.Exit(3)
+    _show(res)
 
 
 @annotate.command("simulate")
 def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of simulated annotators.")] = 4,
                       seed: Annotated[int, typer.Option(help="Noise seed.")] = 0,
-                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
-                      url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Simulated annotators log in as distinct users and submit noisy lexicon labels (demo and tests)."""
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """Simulated annotators log in to their own seats and submit noisy lexicon labels (demo and tests)."""
     from annotation.simulate import simulate
 
-    ls = _ls(root, dataset, url, token)
-    _show(_run(lambda: simulate(_paths(root, dataset), _scenes(params), ls, annotators, seed, log=console.print)))
+    _show(_run(lambda: simulate(_paths(root, dataset), _scenes(params), annotators, seed, log=console.print)))
 
 
 @annotate.command("suggest")
 def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask Gemini (needs GEMINI_API_KEY).")] = False,
                      model: Annotated[str, typer.Option(help="Gemini model.")] = "gemini-2.5-flash",
-                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
-                     url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """LVLM pre-annotation: label suggestions per crop imported as Label Studio predictions (cached; re-runs are free)."""
+                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+    """LVLM pre-annotation: label suggestions per crop imported as predictions on every seat (cached; re-runs are free)."""
     from annotation.suggest import suggest
 
     if not gemini:
         _fail(ValueError("choose a suggestion source: --gemini"))
-    ls = _ls(root, dataset, url, token)
-    _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), ls, model, log=console.print)))
+    _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), model, log=console.print)))
 
 
 @users.command("add")
-def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail addresses (default: annotator1..N@tiermap.local).")] = None,
-              count: Annotated[int, typer.Option(help="How many default accounts when no e-mail is given.")] = 4,
-              root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Create annotator accounts with passwords (printed once; also kept in the server's credentials file)."""
+def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail addresses of the annotators.")] = None,
+              simulated: Annotated[int, typer.Option(help="Instead: N simulated annotators (annotator1..N@tiermap.local).")] = 0,
+              reset_password: Annotated[bool, typer.Option("--reset-password", help="Issue new passwords for existing annotators.")] = False,
+              root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
+    """Give each annotator their own Label Studio seat; passwords are printed once and not stored."""
+    from annotation import ls_server
     from annotation.annotators import add_users, default_emails
 
-    ls = _ls(root, dataset, url, token)
-    for email, pw in _run(lambda: add_users(_paths(root, dataset), ls, emails or default_emails(count))).items():
-        console.print(f"  {email}  password: {pw}", highlight=False)
-    console.print(f"log in at {ls.url}/user/login/")
+    if not emails and not simulated:
+        _fail(ValueError("name the annotators' e-mail addresses (or --simulated N)"))
+    ds = _paths(root, dataset)
+    made = _run(lambda: add_users(ds, list(emails or default_emails(simulated)), simulated=bool(simulated and not emails),
+                                  reset_password=reset_password, log=console.print))
+    cred = ls_server.read_credentials(ds)
+    for email in emails or default_emails(simulated):
+        seat = cred.seat(email)
+        shown = f"password: {made[email]}" if email in made else "(existing; --reset-password for a new password)"
+        console.print(f"  {email}  {seat.url if seat else ''}/user/login/  {shown}", highlight=False)
+    if made and not simulated:
+        console.print("Passwords are not stored: hand them over now.")
 
 
 @users.command("list")
-def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """List the server's accounts."""
-    ls = _ls(root, dataset, url, token)
-    for u in _run(ls.users):
-        console.print(f"  {u['id']:>4}  {u['email']}", highlight=False)
+def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
+    """List the annotators' seats."""
+    from annotation import ls_server
+
+    for seat in _run(lambda: ls_server.read_credentials(_paths(root, dataset))).seats:
+        state = seat.url if ls_server.running(seat) else "stopped"
+        console.print(f"  {seat.slug:>8}  {seat.annotator}  {state}{'  (simulated)' if seat.simulated else ''}", highlight=False)
 
 
 @annotate.command("lexicon")

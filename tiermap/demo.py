@@ -9,15 +9,15 @@ from tiermap.stages import dvc, load_params
 
 
 def label_with_simulated_annotators(repo: Path, ds: schema.DatasetPaths, scenes: list[str], annotators: int) -> dict[str, int]:
-    """Start the dataset's Label Studio, push crops, let simulated annotators label, pull; stop the server."""
+    """Give simulated annotators their seats, push crops, let them label, pull; stop the servers."""
     from annotation import ls_server
-    from annotation.project import connect
+    from annotation.annotators import ensure_simulated
     from annotation.simulate import simulate
 
-    ls_server.start(ds)
     try:
+        ensure_simulated(ds, annotators)
         dvc(["repro", "push"], repo)
-        counts = simulate(ds, scenes, connect(ds), annotators)
+        counts = simulate(ds, scenes, annotators)
         dvc(["repro", "-f", "-s", "pull"], repo)
     finally:
         ls_server.stop(ds)
@@ -47,7 +47,8 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
         "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'}; Data Docs {ds.dir / 'validation_docs' / 'index.html'})",
         "baseline predictions": str(ds.dir / "predictions" / "caption-oracle"),
         "scores": scores,
-        "label studio": f"tiermap annotate serve --dataset {ds.name}   (browse the project; credentials in {ds.dir / 'labelstudio'})",
+        "label studio": f"tiermap annotate serve --dataset {ds.name}   (one seat per annotator; admin credentials in "
+                        f"{ds.dir / 'labelstudio' / 'credentials.json'})",
         "next": f"tiermap release 0.1.0 --dataset {ds.name}   (after `git commit` and `dvc remote add -d ...`)",
     }
 

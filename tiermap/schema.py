@@ -579,19 +579,28 @@ def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple
 
 # ---------------------------------------------------------------- labels table
 LABEL_COLUMNS = {"scene": "str", "object_id": "int", "annotator": "str", "category": "str", "label": "str", "raw_label": "str"}
+PROVENANCE_COLUMNS = {"annotation_id": "int", "created_at": "str", "updated_at": "str"}
+"""Which Label Studio annotation a label comes from and its timestamps (0 and "" for labels from no annotation)."""
 
 
 def validate_labels_frame(df: Any, path: Path | str = "<labels>") -> Any:
-    """Check the tidy labels table's columns and types; return it with canonical dtypes."""
+    """Check the tidy labels table's columns and types; return it with canonical dtypes (provenance filled if absent)."""
     import pandas as pd
 
     missing = [c for c in LABEL_COLUMNS if c not in df.columns]
     if missing:
         raise SchemaError(path, missing[0], f"columns {list(LABEL_COLUMNS)}")
-    df = df[list(LABEL_COLUMNS)].copy()
+    df = df.copy()
+    for col, kind in PROVENANCE_COLUMNS.items():
+        if col not in df.columns:
+            df[col] = pd.Series([0 if kind == "int" else ""] * len(df), index=df.index, dtype="int64" if kind == "int" else object)
+    df = df[[*LABEL_COLUMNS, *PROVENANCE_COLUMNS]].copy()
+    if len(df) and not pd.api.types.is_integer_dtype(df["annotation_id"]):
+        raise SchemaError(path, "annotation_id", "integer annotation ids", str(df["annotation_id"].dtype))
+    df["annotation_id"] = df["annotation_id"].astype("int64")
     if len(df) and not pd.api.types.is_integer_dtype(df["object_id"]):
         raise SchemaError(path, "object_id", "integer object ids", str(df["object_id"].dtype))
-    for col, kind in LABEL_COLUMNS.items():
+    for col, kind in {**LABEL_COLUMNS, **PROVENANCE_COLUMNS}.items():
         if kind == "str":
             bad = df[col].map(lambda v: not isinstance(v, str))
             if bad.any():
@@ -1118,6 +1127,87 @@ def parse_ls_export(data: Any, source: Path | str = "<export>") -> list[LSTask]:
 def read_ls_export(path: Path | str) -> list[LSTask]:
     """A Label Studio JSON export file → validated tasks."""
     return parse_ls_export(read_json(path), path)
+
+
+# ---------------------------------------------------------------- Label Studio seats, tasks record, pull ledger
+class LSSeat(Model):
+    """One annotator's own Label Studio server: its admin secrets and address (credentials.json, mode 0600, never served)."""
+
+    annotator: Annotated[str, Field(min_length=3)]
+    slug: Annotated[str, Field(pattern=r"^seat-\d+$")]
+    admin_password: str
+    token: Annotated[str, Field(min_length=6, max_length=40)]
+    user_id: NonNegInt = 0
+    url: str = ""
+    pid: NonNegInt = 0
+    simulated: bool = False
+
+
+class LSCredentials(Model):
+    """labelstudio/credentials.json: the admin account shared by every seat and one record per seat."""
+
+    admin_email: str
+    seats: list[LSSeat] = []
+
+    def seat(self, annotator: str) -> LSSeat | None:
+        """The seat of an annotator, if any."""
+        return next((s for s in self.seats if s.annotator == annotator), None)
+
+
+class SeatTasks(Model):
+    """The project and task ids of one seat (task key scene/object_id → task id)."""
+
+    project_id: PosInt
+    tasks: dict[str, PosInt]
+
+
+class TasksRecord(Model):
+    """labels/tasks.json: what the last push left on each seat's server, and the crop hash of every task (no secrets)."""
+
+    crop_hashes: dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
+    seats: dict[str, SeatTasks]
+
+
+class LedgerEntry(Model):
+    """One accepted annotation: what an annotator submitted for a task, as first pulled (or last accepted)."""
+
+    key: str
+    scene: str
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    annotator: str
+    annotation_id: PosInt
+    completed_by: NonNegInt
+    created_at: str
+    updated_at: str
+    lead_time: float | None = None
+    was_cancelled: bool = False
+    result: list[dict[str, Any]]
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    pulled_from: str
+
+
+class Ledger(Model):
+    """labels/ledger.json: the accepted annotations every pull is compared with (sorted by task key, annotator)."""
+
+    entries: list[LedgerEntry] = []
+
+    @model_validator(mode="after")
+    def _unique(self) -> Ledger:
+        keys = [(e.key, e.annotator) for e in self.entries]
+        if len(keys) != len(set(keys)):
+            raise ValueError("one entry per (task key, annotator)")
+        return self
+
+
+def read_ledger(path: Path | str) -> Ledger:
+    """labels/ledger.json; a missing file is an empty ledger (no pull yet)."""
+    return read_model(Ledger, path) if Path(path).is_file() else Ledger()
+
+
+def write_ledger(ledger: Ledger, path: Path | str) -> Path:
+    """Write the ledger sorted by (key, annotator), atomically."""
+    ledger = Ledger(entries=sorted(ledger.entries, key=lambda e: (e.key, e.annotator)))
+    return write_model(ledger, path)
 
 
 # ---------------------------------------------------------------- labelled meshes (scene sources)
