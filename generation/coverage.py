@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 import open3d as o3d
 from scipy.sparse import csr_matrix
@@ -200,17 +199,19 @@ def plan_coverage(scene: Scene, geometry: list[ObjectGeometry] | None, seed: int
             pending.remove(nxt)
             at = nxt + 1
     cells, at_index = join(scene, graph, [start] + [goals[g] for g in order])
+    if len(cells) == 1 and graph.degree(cells[0]):  # one goal at the start: step aside so the path has a heading
+        cells.append(min(graph.neighbors(cells[0])))
     path = cells_to_xy(cells, origin)
     turns: dict[int, np.ndarray] = {}
     for step, g in enumerate(order):
         covered = [object_ids[e] for e in picks[g][1] if e < len(object_ids)]
         i = at_index[step + 1]
-        if not covered or i == 0:
+        if not covered:
             continue
         centres = np.array([scene.object(oid).obb.center[:2] for oid in covered])
         az = np.arctan2(centres[:, 1] - path[i, 1], centres[:, 0] - path[i, 0])
-        back = path[i] - path[i - 1]
-        turns[i] = sweep(az, view.hfov / 2 - view.margin, float(np.arctan2(back[1], back[0])))
+        heading = path[i] - path[i - 1] if i > 0 else path[min(1, len(path) - 1)] - path[0]
+        turns[i] = sweep(az, view.hfov / 2 - view.margin, float(np.arctan2(heading[1], heading[0])))
     covered_all = sorted(object_ids[k] for k in np.flatnonzero(sees.any(0)))
     return CoveragePlan(path=path, goal_index=at_index[1:], turns=turns, candidates=len(cand), covered_objects=covered_all,
                         coverable_objects=len(covered_all), rooms=[scene.rooms[r].name for r in np.unique(rooms[rooms >= 0])])

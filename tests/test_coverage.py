@@ -111,3 +111,12 @@ def test_greedy_cover_and_sweep() -> None:
     yaws = sweep(np.array([0.0, np.pi]), np.radians(35), np.pi)  # from the end nearest the arrival heading
     assert yaws[0] == pytest.approx(np.pi + np.radians(35)) and yaws[-1] == pytest.approx(2 * np.pi - np.radians(35))
     assert (np.abs(np.diff(yaws)) <= np.pi / 2 + 1e-9).all()
+
+
+def test_meta_without_coverage_still_reads(demo_sequence: tuple[schema.Scene, Path, dict], tmp_path: Path) -> None:
+    import json
+
+    old = json.loads((demo_sequence[1] / "meta.json").read_text())
+    del old["coverage"]
+    (tmp_path / "meta.json").write_text(json.dumps(old))
+    assert schema.read_meta(tmp_path / "meta.json").coverage is None
