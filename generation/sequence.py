@@ -9,6 +9,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
+from generation.coverage import View, plan_coverage, sequence_coverage
 from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
 from generation.trajectory import floor_z, plan_path, sample_poses, smooth
 from tiermap import schema
@@ -22,19 +23,38 @@ def camera_from_params(render: dict[str, Any]) -> schema.CameraParams:
     return schema.CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
 
 
+def view_from_params(params: dict[str, Any]) -> View:
+    """What a coverage goal can see, from the render block (field of view, aspect) and the trajectory block."""
+    render, traj = params["render"], params["trajectory"]
+    hfov = np.radians(float(render.get("hfov_deg", 90)))
+    vfov = 2 * np.arctan(np.tan(hfov / 2) * int(render["height"]) / int(render["width"]))
+    return View(hfov=hfov, vfov=vfov, view_range=float(traj.get("view_range", 4.0)),
+                min_visible_samples=int(traj.get("min_visible_samples", 3)), min_solid_angle=float(traj.get("min_solid_angle", 0.003)))
+
+
 def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float, geometry: list[ObjectGeometry] | None = None) -> np.ndarray:
     """Poses shared by every condition of a scene: same seed, same path; speed scales the sampling.
 
-    Mesh scenes find free space from their surface points; procedural scenes from their object boxes.
+    Mesh scenes find free space from their surface points; procedural scenes from their object boxes. The coverage
+    planner sees through the scene geometry (object boxes when there is none, as for habitat scenes).
     """
     traj = params["trajectory"]
     obstacles = None
     if scene.geometry is not None and geometry is not None:
         structure = {o.id for o in scene.objects if o.class_name in ("floor", "ceiling")}  # walls stay obstacles
         obstacles = sample_surface([g for g in geometry if g.id not in structure], density=400, seed=scene.seed, labelled_only=False)[0]
-    path = smooth(plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles))
-    return sample_poses(path, linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
-                        fps=float(traj["fps"]), height=floor_z(scene) + float(traj["camera_height"]))
+    planner = traj.get("planner", "random")
+    turns: dict[int, np.ndarray] = {}
+    if planner == "coverage":
+        plan = plan_coverage(scene, geometry, seed=scene.seed, view=view_from_params(params), spacing=float(traj.get("candidate_spacing", 0.5)),
+                             robot_radius=float(traj["robot_radius"]), camera_height=float(traj["camera_height"]), obstacles=obstacles)
+        raw, turns = plan.path, plan.turns
+    elif planner == "random":
+        raw = plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles)
+    else:
+        raise schema.SchemaError("params.yaml", "trajectory.planner", "one of coverage, random", planner)
+    return sample_poses(smooth(raw), linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
+                        fps=float(traj["fps"]), height=floor_z(scene) + float(traj["camera_height"]), turns=turns)
 
 
 RENDERERS = ("pyrender", "raycast", "habitat")
@@ -84,20 +104,26 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
         (tmp / "results").mkdir()
         (tmp / "instance").mkdir()
         n = len(poses)
+        min_pixels = int(params.get("gt", {}).get("min_pixels", 50))
+        seen: set[int] = set()
         for i, pose in enumerate(tqdm(poses, desc=f"render {scene.name}/{condition}", unit="frame", leave=False)):
             g = renderer.geometry(pose)
             rgb = renderer.shade(g, pose, lights, progress=i / max(n - 1, 1))
             Image.fromarray(rgb).save(tmp / "results" / f"frame{i:06d}.jpg", quality=92)
             depth = np.clip(np.round(g["depth"] * camera.depth_scale), 0, 65535).astype(np.uint16)
             Image.fromarray(depth).save(tmp / "results" / f"depth{i:06d}.png")
-            Image.fromarray(g["ids"].astype(np.uint16)).save(tmp / "instance" / f"{i:06d}.png")
+            ids = g["ids"].astype(np.uint16)
+            Image.fromarray(ids).save(tmp / "instance" / f"{i:06d}.png")
+            u, c = np.unique(ids, return_counts=True)
+            seen.update(u[c >= min_pixels].tolist())
         schema.write_traj(tmp / "traj.txt", poses)
         schema.write_model(camera, tmp / "camera_params.json")
         traj = params["trajectory"]
         meta = schema.SequenceMeta(
             scene=scene.name, condition=condition, lights=lights,
             speed=schema.Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
-            fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n)
+            fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n,
+            coverage=sequence_coverage(scene, poses[:, :3, 3], seen, min_pixels))
         schema.write_model(meta, tmp / "meta.json")
     renderer.close()
     return meta

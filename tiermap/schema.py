@@ -186,6 +186,22 @@ class SequenceMeta(Model):
     renderer: str
     seed: int
     frame_count: Annotated[int, Field(ge=0)]
+    coverage: Coverage | None = None
+
+
+class Coverage(Model):
+    """How much of the scene a sequence shows: non-structure objects with ≥ min_pixels pixels in some frame, rooms the camera entered."""
+
+    objects_seen: Annotated[int, Field(ge=0)]
+    objects_total: Annotated[int, Field(ge=0)]
+    fraction: Annotated[float, Field(ge=0, le=1)]
+    rooms_entered: list[str]
+    rooms_total: Annotated[int, Field(ge=0)]
+    min_pixels: Annotated[int, Field(ge=1)]
+    unseen: list[int] = []
+
+
+SequenceMeta.model_rebuild()
 
 
 # ---------------------------------------------------------------- OpenLex3D GT
