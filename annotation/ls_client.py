@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,7 +18,11 @@ T = TypeVar("T")
 
 def _dump(obj: Any) -> dict[str, Any]:
     """An SDK model (or a dict) as a plain dict."""
-    return obj if isinstance(obj, dict) else obj.model_dump(mode="json", warnings=False)
+    if isinstance(obj, dict):
+        return obj
+    with warnings.catch_warnings():  # the SDK's models mistype some of Label Studio's fields (int vs str)
+        warnings.simplefilter("ignore", UserWarning)
+        return obj.model_dump(mode="json")
 
 
 class Admin:
@@ -38,7 +43,9 @@ class Admin:
         from label_studio_sdk.core.api_error import ApiError
 
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():  # the SDK's models mistype some of Label Studio's fields (int vs str)
+                warnings.simplefilter("ignore", UserWarning)
+                return fn(*args, **kwargs)
         except httpx.TransportError:
             raise LabelStudioError(f"Label Studio of {self.seat.annotator} at {self.url} is not reachable ({what}); start it with "
                                    "`tiermap annotate serve` and re-run: finished work is kept") from None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.ledger import FLAG_COLUMNS, Flag, compare, ledger_tasks, seat_entries
+from annotation.ls_client import Admin
 from annotation.project import admins
 from annotation.push import crop_tasks, read_tasks_record
 from tiermap import atomic, schema
@@ -91,14 +93,25 @@ def pull(ds: schema.DatasetPaths, scenes: list[str], accept_changes: bool = Fals
     current: dict[str, dict[str, schema.LedgerEntry]] = {}
     flags: list[Flag] = []
     raws = []
-    for ls in admins(ds):
+    seats = admins(ds)
+
+    def fetch(ls: Admin) -> tuple[bytes, list[dict[str, Any]]] | None:
+        tasks = record.seats.get(ls.seat.annotator)
+        if tasks is None:
+            return None
+        raw = ls.export_bytes(tasks.project_id) if any(p["id"] == tasks.project_id for p in ls.projects()) else b"[]"
+        return raw, ls.users()
+
+    with ThreadPoolExecutor(max_workers=max(len(seats), 1)) as pool:  # each seat is its own server process
+        fetched = list(pool.map(fetch, seats))
+    for ls, got in zip(seats, fetched):
         seat = ls.seat
         tasks = record.seats.get(seat.annotator)
-        if tasks is None:
+        if got is None or tasks is None:
             flags.append(Flag("*", seat.annotator, "not pushed", "the seat has no tasks yet (run `tiermap annotate push`)"))
             continue
-        raw = ls.export_bytes(tasks.project_id) if any(p["id"] == tasks.project_id for p in ls.projects()) else b"[]"
-        path = save_raw(ds, stamp, seat.slug, raw, ls.users())
+        raw, users = got
+        path = save_raw(ds, stamp, seat.slug, raw, users)
         raws.append(path)
         entries, seat_flags = seat_entries(parse_raw(path, raw), seat, tasks, path.name, old)
         current[seat.annotator], flags = entries, flags + seat_flags

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -85,8 +86,10 @@ def push(ds: schema.DatasetPaths, scenes: list[str], annotators_wanted: int = 4,
     old = schema.read_model(schema.TasksRecord, path) if path.is_file() else None
     records: dict[str, schema.SeatTasks] = dict(old.seats) if old else {}
     totals = {"created": 0, "updated": 0, "duplicates_on_server": 0, "stale_on_server": 0}
-    for ls in seats:
-        records[ls.seat.annotator], counts = push_seat(ls, ds, scenes, wanted, batch_size, on_batch, log)
+    with ThreadPoolExecutor(max_workers=len(seats)) as pool:  # each seat is its own server process
+        done = list(pool.map(lambda ls: push_seat(ls, ds, scenes, wanted, batch_size, on_batch, log), seats))
+    for ls, (seat_tasks, counts) in zip(seats, done):
+        records[ls.seat.annotator] = seat_tasks
         totals = {k: totals[k] + counts[k] for k in totals}
     schema.write_model(schema.TasksRecord(crop_hashes={k: wanted[k]["crop_hash"] for k in sorted(wanted)},
                                           seats={a: records[a] for a in sorted(records)}), path)

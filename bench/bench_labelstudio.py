@@ -1,13 +1,15 @@
-"""Label Studio at dataset scale, on a real local server: push 1,000 tasks; pull + aggregate 1,000 objects x 4 annotations.
+"""Label Studio at dataset scale, with isolation on (one real server per annotator, 4 seats): push 1,000 tasks;
+pull + aggregate 1,000 objects x 4 annotations.
 
 Targets: push < 30 s, pull + aggregate < 10 s. The dataset is synthetic (1,000 objects in 10 scenes, a 32x32 PNG
-crop + context + 2 frames each, written by this script). The server starts from the migrated template.
-  * push         `annotation.push.push` into an empty project (creates the project, storage and 1,000 tasks)
-  * push again   the same call once more: nothing to create (idempotency costs one export)
-  * pull         4,000 simulated annotations are imported inline into a second project first (not timed);
-                 then `annotation.pull.pull` (export → raw file → tidy → labels.parquet) and
-                 `aggregate_dataset_with_report` (normalise, spelling, union, ambiguous) on the result.
-A reference figure with no tiermap code around it: the bare export request of the same project (`ls.export_bytes`),
+crop + context + 2 frames each, written by this script). The seats start from the migrated template.
+  * push         `annotation.push.push` into 4 empty seats (creates the project, storages and 1,000 tasks on each)
+  * push again   the same call once more: nothing to create (idempotency costs one export per seat)
+  * pull         each seat's annotator's 1,000 annotations are imported inline into a second project first (not
+                 timed; the task record is pointed at it); then `annotation.pull.pull` (4 exports → raw files → tamper
+                 check against the ledger → tidy → labels.parquet), a second pull (every annotation compared with the
+                 ledger), and `aggregate_dataset_with_report` (normalise, spelling, union, ambiguous) on the result.
+A reference figure with no tiermap code around it: the bare export requests of the same projects (`export_bytes`),
 so the ratio shows what tiermap's own processing adds.
 
     python bench/bench_labelstudio.py [--objects 1000]
@@ -28,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from annotation import ls_server  # noqa: E402
 from annotation.aggregate import aggregate_dataset_with_report  # noqa: E402
-from annotation.annotators import add_users, default_emails  # noqa: E402
+from annotation.annotators import ensure_simulated  # noqa: E402
 from annotation.noise import NoiseProfile, answer_rng, object_is_hard, sample_objects, simulate_answers  # noqa: E402
-from annotation.project import connect, ensure_project, project_title, textarea_result  # noqa: E402
+from annotation.project import admins, project_fields, project_title, textarea_result  # noqa: E402
 from annotation.pull import pull  # noqa: E402
-from annotation.push import crop_tasks, push  # noqa: E402
+from annotation.push import crop_tasks, push, read_tasks_record, tasks_record  # noqa: E402
 from tiermap import schema  # noqa: E402
 
 
@@ -66,52 +68,57 @@ def main() -> None:
     ds = schema.DatasetPaths(tmp / "datasets", "bench")
     objects = sample_objects(args.objects, scenes=[f"scene_{i:02d}" for i in range(10)])
     scenes = write_crops(ds, objects)
+    quiet = lambda *_: None  # noqa: E731
     t0 = time.perf_counter()
-    ls_server.start(ds, log=lambda *_: None)
-    print(f"server start (from template): {time.perf_counter() - t0:.1f} s")
+    ensure_simulated(ds, 4, log=quiet)
+    print(f"4 seats created and started (from the template): {time.perf_counter() - t0:.1f} s")
     try:
-        ls = connect(ds)
         t0 = time.perf_counter()
-        res = push(ds, scenes, ls, log=lambda *_: None)
+        res = push(ds, scenes, 4, log=quiet)
         t_push = time.perf_counter() - t0
-        print(f"push {res['created']} tasks: {t_push:.2f} s   (target < 30 s)")
+        print(f"push {res['tasks']} tasks to {res['seats']} seats ({res['created']} created): {t_push:.2f} s   (target < 30 s)")
         t0 = time.perf_counter()
-        res = push(ds, scenes, ls, log=lambda *_: None)
+        res = push(ds, scenes, 4, log=quiet)
         print(f"push again ({res['unchanged']} unchanged, {res['created']} created): {time.perf_counter() - t0:.2f} s")
 
-        # Second project with 4 annotations per task, imported inline (setup, not timed).
-        old = next(p for p in ls.projects() if p["title"] == project_title(ds))
-        ls.update_project(old["id"], title=f"{project_title(ds)} (push benchmark)")
-        pid = ensure_project(ls, ds)
-        users = add_users(ds, ls, default_emails(4))
-        ids = {u["email"]: u["id"] for u in ls.users() if u["email"] in users}
+        # A second project per seat holding its annotator's 1,000 annotations, imported inline (setup, not timed).
+        record = read_tasks_record(ds)
         profile = NoiseProfile()
-        tasks = []
-        for key, data in crop_tasks(ds, scenes).items():
-            cls, lex = objects[data["scene"]][data["object_id"]]
-            hard = object_is_hard(0, data["scene"], data["object_id"], profile)
-            anns = [{"completed_by": ids[e], "lead_time": 10.0, "result": textarea_result(
-                simulate_answers(lex, cls, k, answer_rng(0, data["scene"], data["object_id"], k), profile, hard=hard))}
-                for k, e in enumerate(default_emails(4))]
-            tasks.append({"data": data, "annotations": anns})
-        for i in range(0, len(tasks), 250):
-            ls.import_tasks(pid, tasks[i:i + 250])
+        data = crop_tasks(ds, scenes)
+        for k, ls in enumerate(admins(ds)):
+            pid = ls.create_project(**{**project_fields(ds), "title": f"{project_title(ds)} (pull benchmark)"})
+            tasks = []
+            for key, d in data.items():
+                cls, lex = objects[d["scene"]][d["object_id"]]
+                hard = object_is_hard(0, d["scene"], d["object_id"], profile)
+                answers = simulate_answers(lex, cls, k, answer_rng(0, d["scene"], d["object_id"], k), profile, hard=hard)
+                tasks.append({"data": d, "annotations": [{"completed_by": ls.seat.user_id, "lead_time": 10.0,
+                                                          "result": textarea_result(answers)}]})
+            ids = []
+            for i in range(0, len(tasks), 250):
+                ids += ls.import_tasks(pid, tasks[i:i + 250])
+            record.seats[ls.seat.annotator] = schema.SeatTasks(project_id=pid, tasks=dict(zip(data, ids)))
+        schema.write_model(record, tasks_record(ds))
 
         t0 = time.perf_counter()
-        ref = ls.export_bytes(pid)
+        ref = [ls.export_bytes(record.seats[ls.seat.annotator].project_id) for ls in admins(ds)]
         t_ref = time.perf_counter() - t0
         t0 = time.perf_counter()
-        info = pull(ds, scenes, ls)
+        info = pull(ds, scenes)
         t_pull = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = pull(ds, scenes)
+        t_again = time.perf_counter() - t0
         labels = schema.read_labels(ds.labels / "labels.parquet")
         names = {s: {oid: cls for oid, (cls, _) in objs.items()} for s, objs in objects.items()}
         t0 = time.perf_counter()
         gts, corrections = aggregate_dataset_with_report(labels, names)
         t_agg = time.perf_counter() - t0
         n_obj = sum(len(g.dataset.samples) for g in gts.values())
-        print(f"bare JSON export ({len(ref) / 1e6:.1f} MB, reference): {t_ref:.2f} s")
-        print(f"pull ({info['label rows']} label rows, {info['objects']} objects, {info['annotators']} annotators): {t_pull:.2f} s"
-              f"   (ratio to the bare export {t_pull / t_ref:.2f})")
+        print(f"bare JSON exports of 4 seats ({sum(map(len, ref)) / 1e6:.1f} MB, reference): {t_ref:.2f} s")
+        print(f"pull ({info['new annotations']} new annotations, {info['label rows']} label rows, {info['annotators']} annotators): "
+              f"{t_pull:.2f} s   (ratio to the bare exports {t_pull / t_ref:.2f})")
+        print(f"pull again ({again['tamper flags']} flags, every annotation compared with the ledger): {t_again:.2f} s")
         print(f"aggregate ({n_obj} objects, {len(corrections)} spelling corrections): {t_agg:.2f} s")
         print(f"pull + aggregate: {t_pull + t_agg:.2f} s   (target < 10 s)")
     finally:

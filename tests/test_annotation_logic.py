@@ -451,11 +451,11 @@ def _flaky_label_studio(stored_on_failure: bool):  # type: ignore[no-untyped-def
 
 @pytest.mark.parametrize("stored_on_failure", [False, True])
 def test_annotate_retries_server_errors_without_duplicates(stored_on_failure: bool) -> None:
-    from annotation.ls_client import LabelStudio
+    from annotation.ls_client import AnnotatorSession
 
     srv, state = _flaky_label_studio(stored_on_failure)
     try:
-        ls = LabelStudio(f"http://127.0.0.1:{srv.server_address[1]}", token="t")
+        ls = AnnotatorSession(f"http://127.0.0.1:{srv.server_address[1]}")
         out = ls.annotate(3, [{"from_name": "synonyms"}])
         assert len(state["annotations"]) == 1 and out["completed_by"] == 7
         assert state["posts"] == (1 if stored_on_failure else 2)

@@ -247,7 +247,8 @@ def test_server_down_mid_push_then_rerun_finishes_without_duplicates(ls_dataset:
         push(ds, ["room0"], 2, batch_size=4, on_batch=crash, log=quiet)
     ls_server.start(ds, log=quiet)
     res = push(ds, ["room0"], 2, batch_size=4, log=quiet)
-    assert (res["created"], res["unchanged"], res["duplicates_on_server"]) == (2 * n - 4, 4, 0)
+    # The other seat's server stayed up and got every task the first time; the stopped one resumes after its first batch.
+    assert (res["created"], res["unchanged"], res["duplicates_on_server"]) == (n - 4, n + 4, 0)
     for ls in admins(ds):
         assert len(ls.export(find_project(ls, ds)["id"])) == n
 

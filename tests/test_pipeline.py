@@ -130,7 +130,7 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     params["lighting"]["baseline"]["ambient"] = 0.3
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ds = schema.DatasetPaths(repo / "datasets", "demo")
-    tasks_before = json.loads((ds.labels / "tasks.json").read_text())["tasks"]
+    before = json.loads((ds.labels / "tasks.json").read_text())
     ls_server.start(ds)
     try:
         res = run([DVC, "repro"], repo)
@@ -138,24 +138,25 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
         ls_server.stop(ds)
     # Labels and GT content are unchanged by lighting, so aggregate, clutter and validate are not re-run.
     assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0", "crops@room0", "push", "pull"}
-    assert "updated: " + str(len(tasks_before)) in res.stdout
-    tasks_after = json.loads((ds.labels / "tasks.json").read_text())["tasks"]
-    assert {k: v["id"] for k, v in tasks_after.items()} == {k: v["id"] for k, v in tasks_before.items()}
-    assert all(tasks_after[k]["crop_hash"] != v["crop_hash"] for k, v in tasks_before.items())
-    assert len(list((ds.labels / "raw").glob("*-export.json"))) == 2
+    assert "updated: " + str(4 * len(before["crop_hashes"])) in res.stdout  # every task on each of the 4 seats
+    after = json.loads((ds.labels / "tasks.json").read_text())
+    assert after["seats"] == before["seats"]  # same task ids
+    assert all(after["crop_hashes"][k] != v for k, v in before["crop_hashes"].items())
+    assert len(list((ds.labels / "raw").glob("*-export.json"))) == 2 * 4
 
 
 def test_label_studio_secrets_never_tracked(built_repo: Path) -> None:
     ds = schema.DatasetPaths(built_repo / "datasets", "demo")
     cred = ls_server.read_credentials(ds)
+    assert len(cred.seats) == 4
+    secrets = [s.token for s in cred.seats] + [s.admin_password for s in cred.seats] + list(ls_server.read_simulated(ds).values())
     tracked = run(["git", "ls-files"], built_repo).stdout.splitlines()
     assert tracked and not any("labelstudio" in f for f in tracked)
-    assert run(["git", "grep", "-l", cred.token], built_repo, check=False).stdout == ""
-    assert run(["git", "grep", "-l", cred.password], built_repo, check=False).stdout == ""
-    # ...nor in the DVC-tracked outputs (raw exports, task record).
-    for f in (ds.labels / "raw").glob("*"):
-        assert cred.token not in f.read_text() and cred.password not in f.read_text()
-    assert cred.token not in (ds.labels / "tasks.json").read_text()
+    for secret in secrets:
+        assert run(["git", "grep", "-l", secret], built_repo, check=False).stdout == ""
+    # ...nor in the DVC-tracked outputs (raw exports, task record, ledger).
+    for f in [*(ds.labels / "raw").glob("*"), ds.labels / "tasks.json", ds.labels / "ledger.json"]:
+        assert not any(s in f.read_text() for s in secrets)
 
 
 def test_unknown_condition_is_a_clear_error(pipeline_repo: Path) -> None:

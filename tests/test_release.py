@@ -33,23 +33,26 @@ def gt_bytes(gt: Path) -> dict[str, bytes]:
 def relabel_in_label_studio(repo: Path, object_id: int, synonyms: str) -> None:
     """Every annotator of the object replaces their synonyms through their own login; then pull and reproduce."""
     from annotation import ls_server
-    from annotation.ls_client import LabelStudio
-    from annotation.project import connect, find_project
+    from annotation.ls_client import AnnotatorSession
+    from annotation.push import read_tasks_record
     from tiermap import schema
 
     ds = schema.DatasetPaths(repo / "datasets", "demo")
     ls_server.start(ds)
     try:
-        admin = connect(ds)
-        cred = ls_server.read_credentials(ds)
-        emails = {u["id"]: u["email"] for u in admin.users()}
-        task = next(t for t in admin.export(find_project(admin, ds)["id"]) if t["data"]["key"] == f"room0/{object_id}")
-        assert len(task["annotations"]) == 4
-        for a in task["annotations"]:
-            me = LabelStudio.login(cred.url, emails[a["completed_by"]], cred.annotators[emails[a["completed_by"]]])
+        record = read_tasks_record(ds)
+        passwords = ls_server.read_simulated(ds)
+        assert len(record.seats) == 4
+        for email, seat_tasks in record.seats.items():
+            me = AnnotatorSession.login(ls_server.seat_of(ds, email).url, email, passwords[email])
+            tid = seat_tasks.tasks[f"room0/{object_id}"]
+            [a] = me.request("GET", f"/api/tasks/{tid}/annotations/")
             result = [r for r in a["result"] if r["from_name"] != "synonyms"]
             result.append({"from_name": "synonyms", "to_name": "crop", "type": "textarea", "value": {"text": [synonyms]}})
-            me.request("PATCH", f"/api/annotations/{a['id']}", json={"result": result})
+            me.request("PATCH", f"/api/annotations/{a['id']}/", json={"result": result})
+        # Changing pulled annotations is flagged; the maintainer accepts the relabelling.
+        assert run([DVC, "repro", "-f", "-s", "pull"], repo, check=False).returncode != 0
+        run([TIERMAP, "annotate", "pull", "--accept-changes"], repo)
         out = run([DVC, "repro", "-f", "-s", "pull"], repo).stdout
         assert "label rows" in out
     finally:
@@ -82,6 +85,9 @@ def test_release_round_trip(pipeline_repo: Path, tmp_path: Path) -> None:
     assert "Changes since v0.1.0" in notes2
     row = next(ln for ln in notes2.splitlines() if ln.startswith(f"| room0/{mug['object_id']} | synonyms"))
     assert new_label in row.split("|")[3] and old_label in row.split("|")[4]
+    # The datasheet names whose labels changed: the object's four annotators, each from old to new synonym.
+    whose = [ln for ln in notes2.splitlines() if f"| room0/{mug['object_id']} | synonyms: {new_label}" in ln]
+    assert sorted(ln.split("|")[1].strip() for ln in whose) == [f"annotator{i}@tiermap.local" for i in range(1, 5)]
     v2 = gt_bytes(gt)
     assert v1 != v2
 

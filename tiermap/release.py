@@ -55,7 +55,18 @@ def manifest(ds: schema.DatasetPaths, version: str, today: str) -> dict[str, Any
                          for s in gt.dataset.samples}
     conditions = sorted({p.parent.name for p in (ds.dir / "sequences").glob("*/*/meta.json")})
     return {"dataset": ds.name, "version": version, "date": today, "scenes": scenes, "conditions": conditions,
-            "checksums": gt_checksums(ds.gt)}
+            "annotators": annotator_labels(ds.labels / "labels.parquet"), "checksums": gt_checksums(ds.gt)}
+
+
+def annotator_labels(path: Path) -> dict[str, dict[str, list[str]]]:
+    """Per annotator and object (scene/id): the 'category: label' pairs it gave (empty without a labels table)."""
+    if not path.is_file():
+        return {}
+    df = schema.read_labels(path)
+    out: dict[str, dict[str, list[str]]] = {}
+    for (who, scene, oid), g in df.groupby(["annotator", "scene", "object_id"], sort=True):
+        out.setdefault(str(who), {})[f"{scene}/{oid}"] = sorted(set(g["category"] + ": " + g["label"]))
+    return out
 
 
 def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +83,20 @@ def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any
                 minus = sorted(set(a[oid].get(cat, [])) - set(b[oid].get(cat, [])))
                 if plus or minus:
                     changes.append({"object": f"{scene}/{oid}", "category": cat, "added": plus, "removed": minus})
-    return {"objects_added": added, "objects_removed": removed, "label_changes": changes}
+    return {"objects_added": added, "objects_removed": removed, "label_changes": changes,
+            "annotator_changes": annotator_diff((old or {}).get("annotators", {}), new.get("annotators", {}))}
+
+
+def annotator_diff(old: dict[str, dict[str, list[str]]], new: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+    """Which annotator's labels changed on which object: labels added and removed (a whole annotator too)."""
+    out = []
+    for who in sorted(set(old) | set(new)):
+        a, b = old.get(who, {}), new.get(who, {})
+        for obj in sorted(set(a) | set(b)):
+            plus, minus = sorted(set(b.get(obj, [])) - set(a.get(obj, []))), sorted(set(a.get(obj, [])) - set(b.get(obj, [])))
+            if plus or minus:
+                out.append({"annotator": who, "object": obj, "added": plus, "removed": minus})
+    return out
 
 
 def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> str:
@@ -98,6 +122,10 @@ def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> 
         lines += [f"| {c['object']} | {c['category']} | {', '.join(c['added'])} | {', '.join(c['removed'])} |" for c in diff["label_changes"]]
     else:
         lines.append("No label changes.")
+    if diff.get("annotator_changes"):
+        lines += ["", "### Whose labels changed", "", "| annotator | object | added | removed |", "|---|---|---|---|"]
+        lines += [f"| {c['annotator']} | {c['object']} | {', '.join(c['added'])} | {', '.join(c['removed'])} |"
+                  for c in diff["annotator_changes"]]
     lines += ["", "## Checksums (md5) of GT files", "", "| file | md5 |", "|---|---|"]
     lines += [f"| gt/{f} | `{h}` |" for f, h in m["checksums"].items()]
     lines += ["", "## Get it", "", "```bash",
