@@ -56,8 +56,8 @@ def test_tidy_export_exact_rows() -> None:
         ("room0", 3, "user2", "vis_sim", "bench", "bench"),
         ("room0", 3, "user2", "vis_sim", "arm chair", "Arm  Chair"),
         ("room0", 3, "ann@example.com", "synonyms", "sofa", "sofa"),  # "SOFA." is the same label again: kept once
-    ], columns=list(schema.LABEL_COLUMNS))
-    pd.testing.assert_frame_equal(labels, schema.validate_labels_frame(expected))
+    ], columns=list(schema.LABEL_COLUMNS)).assign(annotation_id=1, created_at="2025-01-01T00:00:00Z", updated_at="")
+    pd.testing.assert_frame_equal(labels, schema.validate_labels_frame(expected))  # provenance: annotation id and times
     assert flagged.empty and list(flagged.columns) == [*schema.LABEL_COLUMNS, "reason"]
 
 

@@ -129,7 +129,14 @@ def test_prompt_list(tmp_path: Path) -> None:
 def test_labels_table(tmp_path: Path) -> None:
     df = pd.DataFrame([{"scene": "s", "object_id": 3, "annotator": "a1", "category": "synonyms", "label": "mug", "raw_label": "Mug"}])
     schema.write_labels(tmp_path / "l.parquet", df)
-    assert schema.read_labels(tmp_path / "l.parquet").to_dict("records") == df.to_dict("records")
+    # A table without provenance reads back with annotation id 0 and empty times; one with it keeps them.
+    assert schema.read_labels(tmp_path / "l.parquet").to_dict("records") == [{**df.iloc[0].to_dict(), "annotation_id": 0,
+                                                                              "created_at": "", "updated_at": ""}]
+    prov = df.assign(annotation_id=12, created_at="2026-01-01T00:00:00Z", updated_at="2026-01-02T00:00:00Z")
+    schema.write_labels(tmp_path / "p.parquet", prov)
+    assert schema.read_labels(tmp_path / "p.parquet").to_dict("records") == prov.to_dict("records")
+    with pytest.raises(SchemaError, match=r"field 'annotation_id': expected integer annotation ids"):
+        schema.write_labels(tmp_path / "l4.parquet", df.assign(annotation_id="x"))
     with pytest.raises(SchemaError, match=r"l2.parquet: field 'category\[0\]': expected one of"):
         schema.write_labels(tmp_path / "l2.parquet", df.assign(category="hypernym"))
     assert not (tmp_path / "l2.parquet").exists()
