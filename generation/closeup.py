@@ -225,8 +225,9 @@ class Planner:
             border = mask[:, 0].any(1) | mask[:, -1].any(1) | mask[:, :, 0].any(1) | mask[:, :, -1].any(1)
             pixels[free], frac[free] = vis, np.divide(vis, alone, out=np.zeros(len(vis)), where=alone > 0)
             score[free] = vis * np.where(border, 1.0 - BORDER_PENALTY, 1.0)
-            seen = free & (pixels > 0)
-            status[seen] = np.where(frac[seen] >= self.cp.min_visible, "ok", "occluded")
+            seen = free.copy()
+            seen[free] = alone > 0  # in the image when nothing else is in the way
+            status[seen] = np.where((frac[seen] >= self.cp.min_visible) & (pixels[seen] > 0), "ok", "occluded")
         return ObjectPlan(o.id, self.az, self.el, dist, poses, status, pixels, np.clip(frac, 0, 1), score)
 
 

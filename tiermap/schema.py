@@ -886,8 +886,26 @@ class CropView(Model):
     _box = field_validator("bbox")(_check_box)
 
 
+class CropCloseup(Model):
+    """The close-up render crop.png and context.png come from (files relative to closeups/<scene>/)."""
+
+    rgb: str
+    instance: str
+    azimuth_deg: Finite
+    elevation_deg: Finite
+    distance: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    pixels: PosInt
+    """Object pixels in the close-up's instance image."""
+    bbox: PixelBox
+    image_size: Annotated[list[PosInt], Field(min_length=2, max_length=2)]
+
+    _box = field_validator("bbox")(_check_box)
+    _rel = field_validator("rgb", "instance")(_check_relpath)
+
+
 class CropViews(Model):
-    """views.json of one object: chosen views best first (crop.png and context.png come from views[0])."""
+    """views.json of one object: chosen sequence views best first; crop.png and context.png come from `closeup` when
+    there is one (context_bbox is then in the close-up image), else from views[0]."""
 
     scene: Annotated[str, Field(min_length=1)]
     condition: Annotated[str, Field(min_length=1)]
@@ -897,6 +915,7 @@ class CropViews(Model):
     """[width, height] of the sequence's frames."""
     context_bbox: PixelBox
     views: Annotated[list[CropView], Field(min_length=1)]
+    closeup: CropCloseup | None = None
 
     _box = field_validator("context_bbox")(_check_box)
 
@@ -912,6 +931,8 @@ class CropRecord(Model):
     frames: Annotated[list[str], Field(min_length=1)]
     views: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    closeup_pixels: PosInt | None = None
+    """Object pixels of the close-up crop.png comes from (none: it comes from the best sequence frame)."""
 
     @field_validator("crop", "context", "views")
     @classmethod
