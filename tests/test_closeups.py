@@ -168,3 +168,20 @@ def test_demo_scene_closeups_show_every_annotated_object_large(tmp_path: Path) -
     assert min(after[i] for i in annotated) >= 10_000
     armchair = next(o.id for o in scene.objects if o.class_name == "armchair")
     assert before[armchair] < 1000 < 10_000 <= after[armchair]
+
+
+def test_cli_generate_closeups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tests.conftest import small_params
+    from tiermap.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(small_params(["baseline"])))
+    runner = CliRunner()
+    assert runner.invoke(app, ["generate", "scene", "--scene", "room0"]).exit_code == 0
+    res = runner.invoke(app, ["generate", "closeups", "--scene", "room0", "--renderer", "raycast"])
+    assert res.exit_code == 0 and "closeups room0:" in res.output and "0 flagged" in res.output, res.output
+    assert (tmp_path / "datasets/demo/closeups/room0/index.json").is_file()
+    res = runner.invoke(app, ["generate", "closeups", "--scene", "nope"])
+    assert res.exit_code == 2 and "nope/scene.json" in res.output
