@@ -131,11 +131,12 @@ def pixel_rays(camera: schema.CameraParams) -> np.ndarray:
 
 
 def cast(rc: o3d.t.geometry.RaycastingScene, poses: np.ndarray, rays_cam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(hit (N, h, w) bool, geometry index (N, h, w)) of images cast from camera-to-world poses (N, 4, 4)."""
+    """(hit (N, h, w) bool, geometry index (N, h, w), -1 = miss) of images cast from camera-to-world poses (N, 4, 4)."""
     d = np.einsum("hwc,ndc->nhwd", rays_cam, poses[:, :3, :3].astype(np.float32))
     o = np.broadcast_to(poses[:, None, None, :3, 3].astype(np.float32), d.shape)
     ans = rc.cast_rays(o3d.core.Tensor(np.ascontiguousarray(np.concatenate([o, d], -1))))
-    return np.isfinite(ans["t_hit"].numpy()), ans["geometry_ids"].numpy().astype(np.int64)
+    hit = np.isfinite(ans["t_hit"].numpy())
+    return hit, np.where(hit, ans["geometry_ids"].numpy().astype(np.int64), -1)
 
 
 @dataclass

@@ -185,3 +185,12 @@ def test_cli_generate_closeups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (tmp_path / "datasets/demo/closeups/room0/index.json").is_file()
     res = runner.invoke(app, ["generate", "closeups", "--scene", "nope"])
     assert res.exit_code == 2 and "nope/scene.json" in res.output
+
+
+def test_open_scene_rays_that_miss_count_as_background(tmp_path: Path) -> None:
+    """No ceiling and one wall missing: rays escape to the sky and the plan still scores the cube."""
+    scene_json = tiny_scene(tmp_path / "scene")
+    scene = schema.read_scene(scene_json)
+    scene = scene.model_copy(update={"objects": [o for o in scene.objects if o.id not in (2, 6)]})
+    plan = Planner(scene, scene_geometry(scene, scene_json.parent), CloseupParams(score_size=16)).plan(scene.object(7))
+    assert (plan.status == "ok").any() and plan.score_pixels.max() > 0
