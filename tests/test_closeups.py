@@ -194,3 +194,44 @@ def test_open_scene_rays_that_miss_count_as_background(tmp_path: Path) -> None:
     scene = scene.model_copy(update={"objects": [o for o in scene.objects if o.id not in (2, 6)]})
     plan = Planner(scene, scene_geometry(scene, scene_json.parent), CloseupParams(score_size=16)).plan(scene.object(7))
     assert (plan.status == "ok").any() and plan.score_pixels.max() > 0
+
+
+def test_crops_use_the_closeup_and_fall_back_to_the_sequence_for_flagged_objects(tmp_path: Path) -> None:
+    """Synthetic close-ups: object 1 has one (an exact L-shaped mask), object 2 is flagged and keeps its sequence crop."""
+    from tests.test_crops import Fixture, blank, rect
+
+    fx = Fixture(tmp_path, [rect(rect(blank(), 5, 5, 15, 15, 1), 20, 5, 30, 12, 2)])
+    cdir = tmp_path / "closeups" / "s"
+    (cdir / "1").mkdir(parents=True)
+    inst = np.zeros((24, 24), np.uint16)
+    inst[4:20, 6:18] = 1
+    inst[12:20, 12:18] = 3  # another object cuts a corner off
+    rgb = np.random.default_rng(3).integers(0, 256, (24, 24, 3), dtype=np.uint8)
+    Image.fromarray(inst).save(cdir / "1" / "instance_0.png")
+    Image.fromarray(rgb).save(cdir / "1" / "rgb_0.png")
+    n = int((inst == 1).sum())
+    view = {"azimuth_deg": 45.0, "elevation_deg": 15.0, "distance": 1.2, "score_pixels": 30, "visible_fraction": 1.0, "status": "chosen",
+            "pixels": n, "rgb": "1/rgb_0.png", "instance": "1/instance_0.png", "camera": "1/camera_0.json"}
+    index = {"scene": "s", "condition": "baseline", "renderer": "test", "size": 24, "hfov_deg": 60, "fill": 0.8, "score_size": 8,
+             "objects": [{"object_id": 1, "class_name": "thing1", "views": [view]},
+                         {"object_id": 2, "class_name": "thing2", "views": [{**{k: view[k] for k in ("azimuth_deg", "elevation_deg", "distance")},
+                                                                             "score_pixels": 0, "visible_fraction": 0.0, "status": "not free"}]}],
+             "flagged": [{"object_id": 2, "reason": "no viewpoint shows it"}]}
+    (cdir / "index.json").write_text(schema.dump_json(index))
+    idx = fx.run(size=16, closeup_dir=cdir)
+    rec = idx.by_id()
+    assert rec[1].closeup_pixels == n and rec[2].closeup_pixels is None
+    crop = np.asarray(Image.open(fx.out / "1" / "crop.png"))
+    mask = inst[4:20, 6:18] == 1
+    assert crop.shape == (16, 12, 4) and np.array_equal(crop[..., 3], mask * 255)
+    assert np.array_equal(crop[..., :3][mask], rgb[4:20, 6:18][mask]) and not crop[..., :3][~mask].any()
+    v1 = fx.views(1)
+    assert v1.closeup is not None and v1.closeup.bbox == [6, 4, 18, 20] and v1.closeup.image_size == [24, 24]
+    assert v1.context_bbox == [3, 0, 21, 24] and v1.views[0].frame == 0  # context in the close-up; sequence frame kept
+    v2 = fx.views(2)
+    assert v2.closeup is None and v2.context_bbox == [17, 3, 33, 14]  # sequence frame's box grown by 25 %
+    # A close-up whose instance image disagrees with index.json is a clear error.
+    inst[4, 6] = 0
+    Image.fromarray(inst).save(cdir / "1" / "instance_0.png")
+    with pytest.raises(schema.SchemaError, match="instance_0.png: field 'pixels'"):
+        fx.run(tmp_path / "again", closeup_dir=cdir)
