@@ -1,11 +1,15 @@
 """Images annotators see in Label Studio (OpenLex3D protocol): a masked crop, a context crop and K full views per object.
 
+The masked and context crops come from the object's dedicated close-up render (closeups/<scene>/, generation.closeup)
+when there is one, else from its best sequence frame; the K best sequence frames stay as context frames (how the
+object looks in the data).
+
 Layout of the output folder (written atomically as a whole):
     index.json                       CropIndex: parameters, one CropRecord per object (files + sha256), skipped objects
-    <object_id>/crop.png             RGBA crop of the best view, alpha = the exact instance mask (nearest-resized)
-    <object_id>/context.png          padded crop of the best view, object outlined
+    <object_id>/crop.png             RGBA crop of the close-up (or best view), alpha = the exact instance mask (nearest-resized)
+    <object_id>/context.png          padded crop of the close-up (or best view), object outlined
     <object_id>/frame_<i>.jpg        the chosen full frames, object outlined
-    <object_id>/views.json           CropViews: chosen frames, pixels, boxes, border flags
+    <object_id>/views.json           CropViews: the close-up used, chosen frames, pixels, boxes, border flags
 """
 from __future__ import annotations
 
@@ -135,9 +139,39 @@ def _check_args(k: int, min_pixels: int, pad: float, size: int) -> None:
                          f"(got k={k}, size={size}, min_pixels={min_pixels}, pad={pad})")
 
 
+def mask_box(mask: np.ndarray) -> list[int]:
+    """Box [x0, y0, x1, y1) of a non-empty mask."""
+    ys, xs = np.nonzero(mask.any(1))[0], np.nonzero(mask.any(0))[0]
+    return [int(xs[0]), int(ys[0]), int(xs[-1]) + 1, int(ys[-1]) + 1]
+
+
+def read_closeups(closeup_dir: Path, scene: str) -> dict[int, schema.CloseupView]:
+    """The best rendered close-up per object id of a closeups/<scene>/ folder (objects flagged there are left out)."""
+    path = Path(closeup_dir) / "index.json"
+    if not path.is_file():
+        raise schema.SchemaError(path, "<file>", "a close-ups index (run `tiermap generate closeups` first)")
+    index = schema.read_closeup_index(path)
+    if index.scene != scene:
+        raise schema.SchemaError(path, "scene", f"close-ups of scene {scene!r}", index.scene)
+    return {o.object_id: o.rendered()[0] for o in index.objects if o.rendered()}
+
+
+def load_closeup(closeup_dir: Path, view: schema.CloseupView, object_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rgb, object mask) of a rendered close-up; an instance image without the object is a SchemaError."""
+    inst_path = Path(closeup_dir) / str(view.instance)
+    with Image.open(inst_path) as im:
+        shape = im.size[::-1]
+    mask = views.read_instance(inst_path, shape) == object_id
+    if int(mask.sum()) != view.pixels:
+        raise schema.SchemaError(inst_path, "pixels", f"{view.pixels} pixels of object {object_id} as index.json says", int(mask.sum()))
+    return views.read_rgb(Path(closeup_dir) / str(view.rgb), shape), mask
+
+
 def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out_dir: Path, k: int = 3, min_pixels: int = 50,
-                pad: float = 0.25, size: int = 256) -> schema.CropIndex:
-    """Select the best k views of every visible object and write its crop, context, frames and views.json; return the index."""
+                pad: float = 0.25, size: int = 256, closeup_dir: Path | None = None) -> schema.CropIndex:
+    """Select the best k views of every visible object and write its crop, context, frames and views.json; return the index.
+
+    With `closeup_dir` (closeups/<scene>/), crop.png and context.png come from each object's close-up render."""
     _check_args(k, min_pixels, pad, size)
     scene_json, sequence_dir, visibility_json, out_dir = map(Path, (scene_json, sequence_dir, visibility_json, out_dir))
     scene = schema.read_scene(scene_json)
@@ -146,6 +180,7 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
     unknown = sorted(set(vis) - known)
     if unknown:
         raise schema.SchemaError(visibility_json, str(unknown[0]), f"ids of objects in {scene_json} (scene {scene.name!r})", unknown[0])
+    closeups = read_closeups(Path(closeup_dir), scene.name) if closeup_dir is not None else {}
     seq = views.open_sequence(sequence_dir)
     h, w = seq.shape
     objs = sorted(scene.objects, key=lambda o: o.id)
@@ -169,11 +204,20 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
             folder.mkdir()
             files: list[tuple[str, bytes]] = []
             chosen = []
+            cu, used = closeups.get(o.id), None
+            if cu is not None:
+                cu_rgb, cu_mask = load_closeup(Path(closeup_dir), cu, o.id)  # type: ignore[arg-type]
+                cu_box, (ch, cw) = mask_box(cu_mask), cu_mask.shape
+                ctx = context_box(cu_box, pad, cw, ch)
+                files.append(("crop.png", encode(masked_crop(cu_rgb, cu_mask, cu_box, size), "PNG")))
+                files.append(("context.png", encode(context_crop(cu_rgb, cu_mask, ctx, size), "PNG")))
+                used = schema.CropCloseup(rgb=str(cu.rgb), instance=str(cu.instance), azimuth_deg=cu.azimuth_deg, elevation_deg=cu.elevation_deg,
+                                          distance=cu.distance, pixels=int(cu.pixels or 0), bbox=cu_box, image_size=[cw, ch])
             for i, row in enumerate(rows):
                 rgb, inst = cache.get(row)
                 mask = inst == o.id
                 box = [int(v) for v in stats.bbox[row, c]]
-                if i == 0:
+                if i == 0 and used is None:
                     ctx = context_box(box, pad, w, h)
                     files.append(("crop.png", encode(masked_crop(rgb, mask, box, size), "PNG")))
                     files.append(("context.png", encode(context_crop(rgb, mask, ctx, size), "PNG")))
@@ -184,11 +228,12 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
             for name, data in files:
                 (folder / name).write_bytes(data)
             schema.write_model(schema.CropViews(scene=scene.name, condition=seq.dir.name, object_id=o.id, class_name=o.class_name,
-                                                image_size=[w, h], context_bbox=ctx, views=chosen), folder / "views.json")
+                                                image_size=[w, h], context_bbox=ctx, views=chosen, closeup=used), folder / "views.json")
             rel = f"{o.id}/"
             records.append(schema.CropRecord(
                 scene=scene.name, object_id=o.id, class_name=o.class_name, crop=rel + "crop.png", context=rel + "context.png",
-                frames=[rel + v.file for v in chosen], views=rel + "views.json", sha256=content_hash(files)))
+                frames=[rel + v.file for v in chosen], views=rel + "views.json", sha256=content_hash(files),
+                closeup_pixels=used.pixels if used else None))
         index = schema.CropIndex(scene=scene.name, condition=seq.dir.name, k=k, min_pixels=min_pixels, pad=pad, size=size,
                                  objects=records, skipped=skipped)
         schema.write_crop_index(index, tmp / "index.json")

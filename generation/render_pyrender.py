@@ -18,6 +18,22 @@ CANDELA_PER_UNIT = 6.0
 _CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])
 
 
+def _ordered_scene(pyrender):  # type: ignore[no-untyped-def]
+    """A pyrender Scene whose mesh nodes iterate in insertion (name) order, not set order.
+
+    pyrender draws meshes sorted by node distance, and every node here sits at the origin, so ties keep the iteration
+    order: with a set that changes between runs and so do a few pixels where faces meet; named order keeps renders
+    byte-identical.
+    """
+
+    class OrderedScene(pyrender.Scene):
+        @property
+        def mesh_nodes(self):  # type: ignore[no-untyped-def]
+            return sorted(self._mesh_nodes, key=lambda n: n.name or "")
+
+    return OrderedScene
+
+
 class PyrenderRenderer(RaycastRenderer):
     """pyrender RGB (Mesa EGL, CPU) with ray-cast depth and instance ids."""
 
@@ -34,10 +50,10 @@ class PyrenderRenderer(RaycastRenderer):
             raise RuntimeError(f"pyrender renderer unavailable ({type(err).__name__}: {err}); install Debian "
                                "libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 (make setup) or use --renderer raycast") from None
         self._pr = pyrender
-        self.scene = pyrender.Scene(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
+        self.scene = _ordered_scene(pyrender)(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
         from PIL import Image
 
-        for g in geometry:
+        for i, g in enumerate(geometry):
             tm = trimesh.Trimesh(g.vertices, g.triangles, process=False)
             if g.texture is not None:
                 img = Image.fromarray(g.texture)
@@ -49,7 +65,7 @@ class PyrenderRenderer(RaycastRenderer):
             else:
                 tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=(np.clip(g.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8))
                 mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[1.0, 1.0, 1.0, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
-            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False))
+            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}")
         self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx, camera.cy, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}
         try:

@@ -49,6 +49,7 @@ def small_params(conditions: list[str] | None = None) -> dict:
     p["conditions"] = conditions or ["baseline", "nominal", "velocity"]
     p["gt"]["min_pixels"] = 2
     p["annotation"]["crops"].update(min_pixels=2, size=32)
+    p["annotation"]["closeups"].update(size=32, score_size=12)
     return p
 
 
@@ -66,7 +67,7 @@ def init_pipeline_repo(path: Path, params: dict) -> Path:
 
 @pytest.fixture(scope="session")
 def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPaths:
-    """A dataset with one rendered scene (reference condition only), its scene GT and crops; copy before changing it."""
+    """A dataset with one rendered scene (reference condition only), its scene GT, close-ups and crops; copy before changing it."""
     from tiermap import stages
 
     p = small_params(["baseline"])
@@ -74,6 +75,7 @@ def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPat
     stages.make_scene(ds, "room0", p)
     stages.make_sequence(ds, "room0", "baseline", p)
     stages.make_scene_gt(ds, "room0", p, out=stages.build_dir(ds, "room0"))
+    stages.make_closeups(ds, "room0", p)
     stages.make_crops(ds, "room0", p)
     return ds
 

@@ -15,7 +15,7 @@ def test_help_lists_every_command_with_a_description() -> None:
     for cmd in COMMANDS:
         line = next((ln for ln in out.splitlines() if ln.strip("│ ").startswith(cmd + " ")), None)
         assert line is not None and len(line.strip("│ ").split(None, 1)[1]) > 10, (cmd, out)
-    for group, subs in {"generate": ["scene", "sequence", "gt"], "annotate": ["crops", "serve", "push", "pull", "simulate", "suggest", "users", "lexicon"]}.items():
+    for group, subs in {"generate": ["scene", "sequence", "gt", "closeups"], "annotate": ["crops", "serve", "push", "pull", "simulate", "suggest", "users", "lexicon"]}.items():
         sub_out = run([str(BIN / "tiermap"), group, "--help"], REPO).stdout
         assert all(f" {s} " in sub_out for s in subs), sub_out
 

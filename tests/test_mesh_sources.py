@@ -242,7 +242,7 @@ def test_cli_scene_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.slow
 def test_replica_scene_through_the_dvc_pipeline(tmp_path: Path) -> None:
-    """A Replica scene listed in params `mesh_scene` runs scene → sequence → scene GT → preview; editing its input re-runs it."""
+    """A Replica scene listed in params `mesh_scene` runs scene → sequence → scene GT → close-ups → crops, preview; editing its input re-runs it."""
     from tests.conftest import BIN, init_pipeline_repo, run
     from tests.test_pipeline import stages_run
 
@@ -252,7 +252,7 @@ def test_replica_scene_through_the_dvc_pipeline(tmp_path: Path) -> None:
     write_replica(repo / "datasets/demo/sources/office_0")
     res = run([str(BIN / "dvc"), "repro", "crops", "preview"], repo)
     assert stages_run(res.stdout) == {"mesh_scene@office0", "sequence@office0-baseline", "sequence@office0-nominal",
-                                      "scene_gt@office0", "crops@office0", "preview@office0"}
+                                      "scene_gt@office0", "closeups@office0", "crops@office0", "preview@office0"}
     ds = schema.DatasetPaths(repo / "datasets", "demo")
     assert schema.read_scene(ds.scene_dir("office0") / "scene.json").source == "replica"
     assert (repo / "datasets/demo/previews/office0/topdown.png").is_file()
@@ -261,6 +261,8 @@ def test_replica_scene_through_the_dvc_pipeline(tmp_path: Path) -> None:
     # What annotators will see: crops of the visible Replica objects, named by their ids.
     index = schema.read_crop_index(repo / "datasets/demo/crops/office0/index.json")
     assert {r.object_id for r in index.objects} and {r.object_id for r in index.objects} <= set(vis)
+    closeups = schema.read_closeup_index(repo / "datasets/demo/closeups/office0/index.json")  # close-ups of a mesh scene
+    assert {o.object_id for o in closeups.objects} == set(TRUE) and any(r.closeup_pixels for r in index.objects)
     # Recolour the chair in the source mesh: DVC sees the input change and rebuilds the scene and what depends on it.
     from plyfile import PlyData
 

@@ -125,8 +125,8 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     assert (seq(repo, "baseline") / "results/frame000000.jpg").stat().st_mtime_ns == before
     assert json.loads(run([DVC, "status", "--json"], repo).stdout) == {}
 
-    # The reference condition feeds the scene GT and the crops annotators see, so changing it re-runs that chain:
-    # the crops change, push updates the tasks (Label Studio must run), pull re-reads the same annotations.
+    # The reference condition feeds the scene GT, the close-ups and the crops annotators see, so changing it re-runs that
+    # chain: the crops change, push updates the tasks (Label Studio must run), pull re-reads the same annotations.
     params["lighting"]["baseline"]["ambient"] = 0.3
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ds = schema.DatasetPaths(repo / "datasets", "demo")
@@ -137,7 +137,8 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     finally:
         ls_server.stop(ds)
     # Labels and GT content are unchanged by lighting, so aggregate, clutter and validate are not re-run.
-    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0", "crops@room0", "push", "pull"}
+    assert stages_run(res.stdout) == {"sequence@room0-baseline", "scene_gt@room0", "preview@room0", "closeups@room0", "crops@room0",
+                                      "push", "pull"}
     assert "updated: " + str(4 * len(before["crop_hashes"])) in res.stdout  # every task on each of the 4 seats
     after = json.loads((ds.labels / "tasks.json").read_text())
     assert after["seats"] == before["seats"]  # same task ids

@@ -101,6 +101,19 @@ def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
         console.print(f"wrote {p}")
 
 
+@generate.command("closeups")
+def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                      renderer: Annotated[str | None, typer.Option(help="pyrender | raycast (default: params render.renderer).")] = None) -> None:
+    """Close-up views of every object under the reference lighting (what annotators' crops are cut from)."""
+    from tiermap.stages import closeups_dir, load_params, make_closeups
+
+    index = _run(lambda: make_closeups(_paths(root, dataset), scene, load_params(params), renderer))
+    least = min((v.pixels or 0 for o in index.objects for v in o.rendered()), default=0)
+    console.print(f"closeups {scene}: {len(index.objects) - len(index.flagged)} objects rendered (at least {least} object pixels), "
+                  f"{len(index.flagged)} flagged -> {closeups_dir(_paths(root, dataset), scene)}")
+
+
 def _scenes(params: Path) -> list[str]:
     from tiermap.stages import load_params
 

@@ -25,7 +25,7 @@ def label_with_simulated_annotators(repo: Path, ds: schema.DatasetPaths, scenes:
 
 
 def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
-    """scenes → sequences → scene GT → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
+    """scenes → sequences → scene GT → close-ups → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
     params = load_params(repo / "params.yaml")
     scenes = list(params["scenes"])
     if not (repo / ".dvc").is_dir():
@@ -41,7 +41,8 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
     return {
         "sequences": f"{ds.dir / 'sequences'} ({len(seqs)}: {', '.join(seqs)})",
         "previews": f"{ds.dir / 'previews'} (contact_sheet.png, topdown.png per scene)",
-        "crops": f"{ds.dir / 'crops'} (what annotators see)",
+        "closeups": f"{ds.dir / 'closeups'} (a 512 px close-up of every object under the reference lighting)",
+        "crops": f"{ds.dir / 'crops'} (what annotators see: crops of the close-ups, sequence frames as context)",
         "labels": f"{ds.labels} ({sim['tasks']} tasks, {sim['annotators']} simulated annotators in Label Studio; raw exports in raw/)",
         "ground truth": str(ds.gt),
         "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'}; Data Docs {ds.dir / 'validation_docs' / 'index.html'})",

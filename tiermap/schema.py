@@ -911,8 +911,26 @@ class CropView(Model):
     _box = field_validator("bbox")(_check_box)
 
 
+class CropCloseup(Model):
+    """The close-up render crop.png and context.png come from (files relative to closeups/<scene>/)."""
+
+    rgb: str
+    instance: str
+    azimuth_deg: Finite
+    elevation_deg: Finite
+    distance: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    pixels: PosInt
+    """Object pixels in the close-up's instance image."""
+    bbox: PixelBox
+    image_size: Annotated[list[PosInt], Field(min_length=2, max_length=2)]
+
+    _box = field_validator("bbox")(_check_box)
+    _rel = field_validator("rgb", "instance")(_check_relpath)
+
+
 class CropViews(Model):
-    """views.json of one object: chosen views best first (crop.png and context.png come from views[0])."""
+    """views.json of one object: chosen sequence views best first; crop.png and context.png come from `closeup` when
+    there is one (context_bbox is then in the close-up image), else from views[0]."""
 
     scene: Annotated[str, Field(min_length=1)]
     condition: Annotated[str, Field(min_length=1)]
@@ -922,6 +940,7 @@ class CropViews(Model):
     """[width, height] of the sequence's frames."""
     context_bbox: PixelBox
     views: Annotated[list[CropView], Field(min_length=1)]
+    closeup: CropCloseup | None = None
 
     _box = field_validator("context_bbox")(_check_box)
 
@@ -937,6 +956,8 @@ class CropRecord(Model):
     frames: Annotated[list[str], Field(min_length=1)]
     views: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    closeup_pixels: PosInt | None = None
+    """Object pixels of the close-up crop.png comes from (none: it comes from the best sequence frame)."""
 
     @field_validator("crop", "context", "views")
     @classmethod
@@ -1003,6 +1024,97 @@ def read_crop_index(path: Path | str) -> CropIndex:
 def write_crop_index(index: CropIndex, path: Path | str) -> Path:
     """Write index.json of a crops folder atomically (canonical JSON)."""
     return write_model(index, path)
+
+
+# ---------------------------------------------------------------- close-up views (generation.closeup)
+CLOSEUP_STATUS = ("chosen", "ok", "occluded", "not free", "unseen")
+"""Per candidate view: rendered (chosen); usable but not the best (ok); object mostly hidden by others (occluded);
+camera outside the rooms, inside or too close to geometry (not free); object not in the image (unseen)."""
+
+
+class CloseupView(Model):
+    """One candidate camera of an object: where it stands, what the low-resolution ray cast saw, and the verdict."""
+
+    azimuth_deg: Finite
+    elevation_deg: Finite
+    distance: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    """Camera to box centre, metres (after moving closer in front of a blocker)."""
+    score_pixels: NonNegInt
+    """Object pixels visible in the id-only ray cast at `score_size` (0 for cameras not in free space)."""
+    visible_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    """Visible object pixels over the object's pixels with nothing else in the scene."""
+    status: Literal["chosen", "ok", "occluded", "not free", "unseen"]
+    pixels: PosInt | None = None
+    """Object pixels in the full-size instance image (rendered views only)."""
+    rgb: str | None = None
+    instance: str | None = None
+    camera: str | None = None
+
+    @field_validator("rgb", "instance", "camera")
+    @classmethod
+    def _relative(cls, v: str | None) -> str | None:
+        return None if v is None else _check_relpath(v)
+
+
+class CloseupCamera(Model):
+    """camera_<i>.json of a rendered close-up: intrinsics and the camera-to-world pose (OpenCV axes, row-major 4×4)."""
+
+    intrinsics: CameraParams
+    pose: Annotated[list[Annotated[list[Finite], Field(min_length=4, max_length=4)]], Field(min_length=4, max_length=4)]
+
+
+class CloseupObject(Model):
+    """index.json entry of one object: every evaluated view (rendered ones carry files and full-size pixels)."""
+
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    class_name: Annotated[str, Field(min_length=1)]
+    views: list[CloseupView]
+
+    def rendered(self) -> list[CloseupView]:
+        """Rendered views, best first."""
+        return sorted((v for v in self.views if v.pixels is not None), key=lambda v: -v.pixels)  # type: ignore[operator]
+
+
+class CloseupFlag(Model):
+    """An object no candidate viewpoint shows, and why."""
+
+    object_id: Annotated[int, Field(ge=1, le=65535)]
+    reason: str
+
+
+class CloseupIndex(Model):
+    """closeups/<scene>/index.json: parameters, one entry per object, and flagged objects (no view shows them)."""
+
+    scene: Annotated[str, Field(min_length=1)]
+    condition: Annotated[str, Field(min_length=1)]
+    renderer: str
+    size: PosInt
+    hfov_deg: Annotated[float, Field(gt=0, lt=180)]
+    fill: Annotated[float, Field(gt=0, le=1)]
+    score_size: PosInt
+    objects: list[CloseupObject]
+    flagged: list[CloseupFlag] = []
+
+    @model_validator(mode="after")
+    def _unique(self) -> CloseupIndex:
+        ids = [o.object_id for o in self.objects]
+        if len(ids) != len(set(ids)):
+            raise ValueError("one entry per object_id")
+        return self
+
+    def by_id(self) -> dict[int, CloseupObject]:
+        """Entries keyed by object id."""
+        return {o.object_id: o for o in self.objects}
+
+
+def read_closeup_index(path: Path | str) -> CloseupIndex:
+    """closeups/<scene>/index.json."""
+    return read_model(CloseupIndex, path)
+
+
+def read_closeup_camera(path: Path | str) -> CloseupCamera:
+    """closeups/<scene>/<object_id>/camera_<i>.json."""
+    return read_model(CloseupCamera, path)
 
 
 # ---------------------------------------------------------------- Label Studio JSON export (annotation.tidy)

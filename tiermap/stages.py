@@ -87,14 +87,29 @@ def labels_from_lexicon(ds: schema.DatasetPaths, scenes: list[str]) -> Path:
     return schema.write_labels(ds.labels / "labels.parquet", df)
 
 
+def closeups_dir(ds: schema.DatasetPaths, scene: str) -> Path:
+    """datasets/<d>/closeups/<scene>/: dedicated close-up renders of every object."""
+    return ds.dir / "closeups" / scene
+
+
+def make_closeups(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], renderer: str | None = None) -> schema.CloseupIndex:
+    """closeups/<scene>/: the best close-up view of every object under the reference lighting (params annotation.closeups)."""
+    from generation.closeup import CloseupParams, write_closeups
+
+    cp = CloseupParams.from_dict((params.get("annotation") or {}).get("closeups"))
+    return write_closeups(ds.scene_dir(scene) / "scene.json", params["reference_condition"], params["lighting"], closeups_dir(ds, scene), cp,
+                          renderer or params["render"].get("renderer", "pyrender"))
+
+
 def make_crops(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> schema.CropIndex:
-    """crops/<scene>/: best views, masked and context crops of every visible object (what annotators see)."""
+    """crops/<scene>/: masked and context crops from each visible object's close-up, best sequence frames as context."""
     from annotation.crops import write_crops
 
     c = params["annotation"]["crops"]
     return write_crops(ds.scene_dir(scene) / "scene.json", ds.sequence_dir(scene, params["reference_condition"]),
                        build_dir(ds, scene) / "visibility.json", ds.dir / "crops" / scene,
-                       k=int(c["k"]), min_pixels=int(c["min_pixels"]), pad=float(c["pad"]), size=int(c["size"]))
+                       k=int(c["k"]), min_pixels=int(c["min_pixels"]), pad=float(c["pad"]), size=int(c["size"]),
+                       closeup_dir=closeups_dir(ds, scene))
 
 
 def aggregated_dir(ds: schema.DatasetPaths) -> Path:
