@@ -25,7 +25,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
-from generation.geometry import ObjectGeometry, box_corners, object_parts, scene_geometry
+from generation.geometry import ObjectGeometry, box_corners, object_parts, ray_scene, scene_geometry
 from generation.sequence import camera_from_params, make_renderer
 from generation.trajectory import STRUCTURE_CLASSES
 from tiermap import schema
@@ -110,17 +110,6 @@ def box_exit(obb: schema.OBB, dirs: np.ndarray) -> np.ndarray:
     half = np.asarray(obb.extent) / 2
     with np.errstate(divide="ignore"):
         return np.min(np.where(local > 1e-12, half / local, np.inf), axis=1)
-
-
-def ray_scene(geometry: list[ObjectGeometry]) -> o3d.t.geometry.RaycastingScene:
-    """An Open3D ray-casting scene of the given geometry, one geometry id per entry."""
-    rc = o3d.t.geometry.RaycastingScene()
-    for g in geometry:
-        mesh = o3d.t.geometry.TriangleMesh()
-        mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
-        mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
-        rc.add_triangles(mesh)
-    return rc
 
 
 def pixel_rays(camera: schema.CameraParams) -> np.ndarray:

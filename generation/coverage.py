@@ -8,7 +8,7 @@ import open3d as o3d
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from generation.geometry import ObjectGeometry, procedural_geometry
+from generation.geometry import ObjectGeometry, procedural_geometry, ray_scene
 from generation.trajectory import STRUCTURE_CLASSES, cells_to_xy, floor_z, join, walk_graph
 from tiermap.schema import Coverage, Scene
 
@@ -67,12 +67,7 @@ def object_samples(geometry: list[ObjectGeometry], ids: set[int], n: int, seed: 
 
 def raycasting_scene(geometry: list[ObjectGeometry]) -> tuple[o3d.t.geometry.RaycastingScene, np.ndarray]:
     """Open3D ray-casting scene of all geometry, and the object id of each of its geometry ids (last slot: miss)."""
-    rc = o3d.t.geometry.RaycastingScene()
-    for g in geometry:
-        mesh = o3d.t.geometry.TriangleMesh()
-        mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
-        mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
-        rc.add_triangles(mesh)
+    rc = ray_scene(geometry)
     return rc, np.asarray([g.id for g in geometry] + [-1], dtype=np.int64)
 
 

@@ -139,3 +139,16 @@ def sample_surface(geometry: list[ObjectGeometry], density: float, seed: int, la
         return np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros((0, 3), np.uint8)
     colors = (np.clip(np.concatenate(cols), 0, 1) * 255 + 0.5).astype(np.uint8)
     return np.concatenate(pts), np.concatenate(ids), colors
+
+
+def ray_scene(geometry: list[ObjectGeometry]):  # type: ignore[no-untyped-def]
+    """An Open3D RaycastingScene of the given geometry, one geometry id per entry (in order)."""
+    import open3d as o3d
+
+    rc = o3d.t.geometry.RaycastingScene()
+    for g in geometry:
+        mesh = o3d.t.geometry.TriangleMesh()
+        mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
+        mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
+        rc.add_triangles(mesh)
+    return rc
