@@ -53,7 +53,7 @@ def existing_tasks(ls: Admin, pid: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def push_seat(ls: Admin, ds: schema.DatasetPaths, scenes: list[str], wanted: dict[str, dict[str, Any]], batch_size: int = 250,
-              on_batch: Callable[[int], None] | None = None, log: Callable[[str], None] = print) -> tuple[schema.SeatTasks, dict[str, int]]:
+              on_batch: Callable[[str, int], None] | None = None, log: Callable[[str], None] = print) -> tuple[schema.SeatTasks, dict[str, int]]:
     """Bring one seat's project up to date; its task ids and counts."""
     pid = ensure_project(ls, ds, scenes)
     have = existing_tasks(ls, pid)
@@ -66,7 +66,7 @@ def push_seat(ls: Admin, ds: schema.DatasetPaths, scenes: list[str], wanted: dic
             have[k] = [{"id": tid, "data": wanted[k]}]
         log(f"  {ls.seat.annotator}: imported {min(i + batch_size, len(new))}/{len(new)} new tasks")
         if on_batch:
-            on_batch(i // batch_size)
+            on_batch(ls.seat.annotator, i // batch_size)
     for k in changed:
         ls.update_task(have[k][0]["id"], wanted[k])
     record = schema.SeatTasks(project_id=pid, tasks={k: int(have[k][0]["id"]) for k in sorted(wanted)})
@@ -76,7 +76,7 @@ def push_seat(ls: Admin, ds: schema.DatasetPaths, scenes: list[str], wanted: dic
 
 
 def push(ds: schema.DatasetPaths, scenes: list[str], annotators_wanted: int = 4, batch_size: int = 250,
-         on_batch: Callable[[int], None] | None = None, log: Callable[[str], None] = print) -> dict[str, int]:
+         on_batch: Callable[[str, int], None] | None = None, log: Callable[[str], None] = print) -> dict[str, int]:
     """Push to every seat; write labels/tasks.json (per seat: project and task ids; crop hashes)."""
     wanted = crop_tasks(ds, scenes)
     seats = admins(ds)

@@ -240,8 +240,8 @@ def test_server_down_mid_push_then_rerun_finishes_without_duplicates(ls_dataset:
     ds = ls_dataset
     n = len(crop_tasks(ds, ["room0"]))
 
-    def crash(batch: int) -> None:
-        if batch == 0:
+    def crash(annotator: str, batch: int) -> None:
+        if (annotator, batch) == (A1, 0):
             ls_server.stop(ds, A1)
 
     with pytest.raises(ls_server.LabelStudioError, match="not reachable"):
