@@ -45,7 +45,7 @@ def small_params(conditions: list[str] | None = None) -> dict:
     """params.yaml of the repo, shrunk so a full pipeline run takes seconds."""
     p = yaml.safe_load((REPO / "params.yaml").read_text())
     p["render"].update(width=48, height=36)
-    p["trajectory"].update(fps=2)  # the default coverage planner: the path sees both rooms, as the product does
+    p["trajectory"].update(fps=1)  # the default coverage planner: the path sees both rooms, as the product does
     p["conditions"] = conditions or ["baseline", "nominal", "velocity"]
     p["gt"]["min_pixels"] = 2
     p["annotation"]["crops"].update(min_pixels=2, size=32)
