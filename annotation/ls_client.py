@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -16,12 +17,19 @@ from tiermap import schema
 T = TypeVar("T")
 
 
+@contextmanager
+def _sdk_quiet() -> Iterator[None]:
+    """Silence the SDK models' serializer warnings (they mistype some of Label Studio's fields, int vs str)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
 def _dump(obj: Any) -> dict[str, Any]:
     """An SDK model (or a dict) as a plain dict."""
     if isinstance(obj, dict):
         return obj
-    with warnings.catch_warnings():  # the SDK's models mistype some of Label Studio's fields (int vs str)
-        warnings.simplefilter("ignore", UserWarning)
+    with _sdk_quiet():
         return obj.model_dump(mode="json")
 
 
@@ -43,8 +51,7 @@ class Admin:
         from label_studio_sdk.core.api_error import ApiError
 
         try:
-            with warnings.catch_warnings():  # the SDK's models mistype some of Label Studio's fields (int vs str)
-                warnings.simplefilter("ignore", UserWarning)
+            with _sdk_quiet():
                 return fn(*args, **kwargs)
         except httpx.TransportError:
             raise LabelStudioError(f"Label Studio of {self.seat.annotator} at {self.url} is not reachable ({what}); start it with "

@@ -210,7 +210,7 @@ def add_seat(ds: schema.DatasetPaths, annotator: str, password: str, simulated: 
     cred.seats.append(seat)
     write_credentials(ds, cred)
     if simulated:
-        atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
+        _keep_simulated(ds, annotator, password)
     return seat
 
 
@@ -219,7 +219,12 @@ def reset_password(ds: schema.DatasetPaths, annotator: str, password: str) -> No
     seat = seat_of(ds, annotator)
     django_shell(label_studio_bin(), seat_env(ds, seat, read_credentials(ds).admin_email), _set_annotator_lines(annotator, password))
     if seat.simulated:
-        atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
+        _keep_simulated(ds, annotator, password)
+
+
+def _keep_simulated(ds: schema.DatasetPaths, annotator: str, password: str) -> None:
+    """Store a simulated annotator's password (owner-only file); real annotators' passwords never get here."""
+    atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
 
 
 def _seat_user(out: str) -> int:

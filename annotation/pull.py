@@ -94,23 +94,19 @@ def pull(ds: schema.DatasetPaths, scenes: list[str], accept_changes: bool = Fals
     flags: list[Flag] = []
     raws = []
     seats = admins(ds)
+    pushed = [ls for ls in seats if ls.seat.annotator in record.seats]
+    flags += [Flag("*", ls.seat.annotator, "not pushed", "the seat has no tasks yet (run `tiermap annotate push`)")
+              for ls in seats if ls not in pushed]
 
-    def fetch(ls: Admin) -> tuple[bytes, list[dict[str, Any]]] | None:
-        tasks = record.seats.get(ls.seat.annotator)
-        if tasks is None:
-            return None
-        raw = ls.export_bytes(tasks.project_id) if any(p["id"] == tasks.project_id for p in ls.projects()) else b"[]"
+    def fetch(ls: Admin) -> tuple[bytes, list[dict[str, Any]]]:
+        pid = record.seats[ls.seat.annotator].project_id
+        raw = ls.export_bytes(pid) if any(p["id"] == pid for p in ls.projects()) else b"[]"
         return raw, ls.users()
 
-    with ThreadPoolExecutor(max_workers=max(len(seats), 1)) as pool:  # each seat is its own server process
-        fetched = list(pool.map(fetch, seats))
-    for ls, got in zip(seats, fetched):
-        seat = ls.seat
-        tasks = record.seats.get(seat.annotator)
-        if got is None or tasks is None:
-            flags.append(Flag("*", seat.annotator, "not pushed", "the seat has no tasks yet (run `tiermap annotate push`)"))
-            continue
-        raw, users = got
+    with ThreadPoolExecutor(max_workers=max(len(pushed), 1)) as pool:  # each seat is its own server process
+        fetched = list(pool.map(fetch, pushed))
+    for ls, (raw, users) in zip(pushed, fetched):
+        seat, tasks = ls.seat, record.seats[ls.seat.annotator]
         path = save_raw(ds, stamp, seat.slug, raw, users)
         raws.append(path)
         entries, seat_flags = seat_entries(parse_raw(path, raw), seat, tasks, path.name, old)

@@ -25,7 +25,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
-from generation.geometry import ObjectGeometry, box_corners, object_parts, ray_scene, scene_geometry
+from generation.geometry import ObjectGeometry, box_corners, object_parts, pixel_rays, ray_scene, scene_geometry
 from generation.sequence import camera_from_params, make_renderer
 from generation.trajectory import STRUCTURE_CLASSES
 from tiermap import schema
@@ -112,13 +112,6 @@ def box_exit(obb: schema.OBB, dirs: np.ndarray) -> np.ndarray:
         return np.min(np.where(local > 1e-12, half / local, np.inf), axis=1)
 
 
-def pixel_rays(camera: schema.CameraParams) -> np.ndarray:
-    """Camera-axis ray directions (h, w, 3) through pixel centres, as the renderers cast them."""
-    K = camera.K()
-    u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
-    return np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)
-
-
 def cast(rc: o3d.t.geometry.RaycastingScene, poses: np.ndarray, rays_cam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(hit (N, h, w) bool, geometry index (N, h, w), -1 = miss) of images cast from camera-to-world poses (N, 4, 4)."""
     d = np.einsum("hwc,ndc->nhwd", rays_cam, poses[:, :3, :3].astype(np.float32))
@@ -157,8 +150,7 @@ class Planner:
     def __init__(self, scene: schema.Scene, geometry: list[ObjectGeometry], cp: CloseupParams) -> None:
         self.scene, self.cp = scene, cp
         self.geometry = {g.id: g for g in geometry if g.id != 0}
-        self.rc = ray_scene(geometry)
-        self.geom_to_obj = np.asarray([g.id for g in geometry] + [0], dtype=np.int64)
+        self.rc, self.geom_to_obj = ray_scene(geometry)
         self.rooms = np.asarray([[r.min, r.max] for r in scene.rooms], dtype=float).reshape(-1, 2, 3)
         # Solid boxes a camera may not stand in: procedural parts are the exact geometry; mesh scenes use object boxes,
         # leaving out structure (a Replica wall's box can span the whole room).
@@ -210,7 +202,7 @@ class Planner:
         if free.any() and g is not None:
             hit, gid = cast(self.rc, poses[free], self.rays)
             mask = hit & (self.geom_to_obj[gid] == o.id)
-            alone = cast(ray_scene([g]), poses[free], self.rays)[0].sum((1, 2))
+            alone = cast(ray_scene([g])[0], poses[free], self.rays)[0].sum((1, 2))
             vis = mask.sum((1, 2))
             border = mask[:, 0].any(1) | mask[:, -1].any(1) | mask[:, :, 0].any(1) | mask[:, :, -1].any(1)
             pixels[free], frac[free] = vis, np.divide(vis, alone, out=np.zeros(len(vis)), where=alone > 0)

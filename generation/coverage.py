@@ -8,7 +8,7 @@ import open3d as o3d
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from generation.geometry import ObjectGeometry, procedural_geometry, ray_scene
+from generation.geometry import ObjectGeometry, at_samples, procedural_geometry, ray_scene, sample_triangles
 from generation.trajectory import STRUCTURE_CLASSES, cells_to_xy, floor_z, join, walk_graph
 from tiermap.schema import Coverage, Scene
 
@@ -51,12 +51,8 @@ def object_samples(geometry: list[ObjectGeometry], ids: set[int], n: int, seed: 
         a = 0.5 * np.linalg.norm(cross, axis=1)
         if a.sum() <= 0:
             continue
-        which = rng.choice(len(tri), size=n, p=a / a.sum())
-        r1, r2 = rng.random(n), rng.random(n)
-        flip = r1 + r2 > 1
-        r1[flip], r2[flip] = 1 - r1[flip], 1 - r2[flip]
-        t = tri[which]
-        pts.append(t[:, 0] + r1[:, None] * (t[:, 1] - t[:, 0]) + r2[:, None] * (t[:, 2] - t[:, 0]))
+        which, r1, r2 = sample_triangles(a, n, rng)
+        pts.append(at_samples(tri, which, r1, r2))
         nrm.append(cross[which] / np.maximum(2 * a[which], 1e-12)[:, None])
         own.append(np.full(n, g.id, dtype=np.int64))
         area.append(np.full(n, a.sum() / n))
@@ -65,18 +61,12 @@ def object_samples(geometry: list[ObjectGeometry], ids: set[int], n: int, seed: 
     return np.concatenate(pts), np.concatenate(nrm), np.concatenate(own), np.concatenate(area)
 
 
-def raycasting_scene(geometry: list[ObjectGeometry]) -> tuple[o3d.t.geometry.RaycastingScene, np.ndarray]:
-    """Open3D ray-casting scene of all geometry, and the object id of each of its geometry ids (last slot: miss)."""
-    rc = ray_scene(geometry)
-    return rc, np.asarray([g.id for g in geometry] + [-1], dtype=np.int64)
-
-
 def visibility_matrix(geometry: list[ObjectGeometry], cameras: np.ndarray, object_ids: list[int], view: View, seed: int = 0,
                       n_samples: int = 32, chunk: int = 1 << 21) -> np.ndarray:
     """(C, K) bool: candidate camera positions (C, 3) that see object k (enough unobstructed samples in range and in view)."""
     pts, nrm, own, area = object_samples(geometry, set(object_ids), n_samples, seed)
     col = np.searchsorted(object_ids, own)
-    rc, gid_to_obj = raycasting_scene(geometry)
+    rc, gid_to_obj = ray_scene(geometry)
     lo, hi = view.pitch - view.vfov / 2 + view.margin, view.pitch + view.vfov / 2 - view.margin
     n_vis = np.zeros(len(cameras) * len(object_ids))
     solid = np.zeros(len(cameras) * len(object_ids))

@@ -114,6 +114,21 @@ def split_by_object(mesh: SceneMesh) -> list[ObjectGeometry]:
     return out
 
 
+def sample_triangles(area: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n area-weighted uniform samples on triangles: (triangle index, barycentric r1, r2) with r1 + r2 <= 1."""
+    which = rng.choice(len(area), size=n, p=area / area.sum())
+    r1, r2 = rng.random(n), rng.random(n)
+    flip = r1 + r2 > 1
+    r1[flip], r2[flip] = 1 - r1[flip], 1 - r2[flip]
+    return which, r1, r2
+
+
+def at_samples(corners: np.ndarray, which: np.ndarray, r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """Per-corner values (T, 3, D) interpolated at triangle samples (n, D)."""
+    t = corners[which]
+    return t[:, 0] + r1[:, None] * (t[:, 1] - t[:, 0]) + r2[:, None] * (t[:, 2] - t[:, 0])
+
+
 def sample_surface(geometry: list[ObjectGeometry], density: float, seed: int, labelled_only: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Points sampled uniformly on object surfaces at `density` points per m²: (points, object ids, uint8 colours)."""
     rng = np.random.default_rng(seed)
@@ -125,15 +140,10 @@ def sample_surface(geometry: list[ObjectGeometry], density: float, seed: int, la
         area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
         if area.sum() <= 0:
             continue
-        n = max(int(round(area.sum() * density)), 8)
-        which = rng.choice(len(g.triangles), size=n, p=area / area.sum())
-        r1, r2 = rng.random(n), rng.random(n)
-        flip = r1 + r2 > 1
-        r1[flip], r2[flip] = 1 - r1[flip], 1 - r2[flip]
-        t = tri[which]
-        pts.append(t[:, 0] + r1[:, None] * (t[:, 1] - t[:, 0]) + r2[:, None] * (t[:, 2] - t[:, 0]))
-        c = g.vertex_colors[g.triangles[which]]
-        cols.append(c[:, 0] + r1[:, None] * (c[:, 1] - c[:, 0]) + r2[:, None] * (c[:, 2] - c[:, 0]))
+        which, r1, r2 = sample_triangles(area, max(int(round(area.sum() * density)), 8), rng)
+        n = len(which)
+        pts.append(at_samples(tri, which, r1, r2))
+        cols.append(at_samples(g.vertex_colors[g.triangles], which, r1, r2))
         ids.append(np.full(n, g.id, dtype=np.int64))
     if not pts:
         return np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros((0, 3), np.uint8)
@@ -142,7 +152,7 @@ def sample_surface(geometry: list[ObjectGeometry], density: float, seed: int, la
 
 
 def ray_scene(geometry: list[ObjectGeometry]):  # type: ignore[no-untyped-def]
-    """An Open3D RaycastingScene of the given geometry, one geometry id per entry (in order)."""
+    """(Open3D RaycastingScene with one geometry id per entry, in order; object id per geometry id, last slot 0 = miss)."""
     import open3d as o3d
 
     rc = o3d.t.geometry.RaycastingScene()
@@ -151,4 +161,11 @@ def ray_scene(geometry: list[ObjectGeometry]):  # type: ignore[no-untyped-def]
         mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
         mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
         rc.add_triangles(mesh)
-    return rc
+    return rc, np.asarray([g.id for g in geometry] + [0], dtype=np.int64)
+
+
+def pixel_rays(camera: schema.CameraParams) -> np.ndarray:
+    """Camera-axis ray directions (h, w, 3) through pixel centres, as the renderers cast them."""
+    K = camera.K()
+    u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
+    return np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)

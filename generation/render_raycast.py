@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import open3d as o3d
 
-from generation.geometry import ObjectGeometry
+from generation.geometry import ObjectGeometry, pixel_rays, ray_scene
 from tiermap.schema import CameraParams, Light
 
 
@@ -20,15 +20,13 @@ class RaycastRenderer:
 
     def __init__(self, geometry: list[ObjectGeometry], camera: CameraParams) -> None:
         self.camera = camera
-        self.rc = o3d.t.geometry.RaycastingScene()
-        geom_to_obj, tri_colors, tri_uvs, images = [], [], [], []
+        self.rc, geom_to_obj = ray_scene(geometry)
+        self.geom_to_obj = geom_to_obj.astype(np.uint16)  # last slot: misses
+        tri_colors: list[np.ndarray] = []
+        tri_uvs: list[np.ndarray] = []
+        images: list[np.ndarray] = []
         tex_of_geom = []  # texture index per geometry, -1 = vertex colours only
         for g in geometry:
-            mesh = o3d.t.geometry.TriangleMesh()
-            mesh.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
-            mesh.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
-            self.rc.add_triangles(mesh)
-            geom_to_obj.append(g.id)
             tri_colors.append(g.vertex_colors[g.triangles].astype(np.float32))
             uv = g.uv if g.uv is not None else np.zeros((len(g.vertices), 2))
             tri_uvs.append(uv[g.triangles].astype(np.float32))
@@ -37,16 +35,13 @@ class RaycastRenderer:
                 images.append(g.texture.astype(np.float32) / 255)
             else:
                 tex_of_geom.append(-1)
-        self.geom_to_obj = np.asarray(geom_to_obj + [0], dtype=np.uint16)  # last slot: misses
         # All textures share one size (procedural textures), so one stacked lookup serves every textured pixel of a frame.
         self.tex_of_geom = np.asarray(tex_of_geom + [-1], dtype=np.int64)
         self.images = np.stack(images) if images else np.zeros((0, 1, 1, 3), np.float32)
         self.tri_offset = np.concatenate([[0], np.cumsum([len(t) for t in tri_uvs])])
         self.tri_uvs = np.concatenate(tri_uvs) if tri_uvs else np.zeros((0, 3, 2), np.float32)
         self.tri_colors = np.concatenate(tri_colors) if tri_colors else np.zeros((0, 3, 3), np.float32)
-        K = camera.K()
-        u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
-        self.dirs_cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)
+        self.dirs_cam = pixel_rays(camera)
 
     def geometry(self, pose: np.ndarray) -> dict[str, np.ndarray]:
         """Cast primary rays: z-depth (metres, 0 = miss), instance ids, hit points, normals, geometry index."""

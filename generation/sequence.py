@@ -11,7 +11,7 @@ from tqdm import tqdm
 from generation.conditions import load_condition, resolve_lights
 from generation.coverage import View, plan_coverage, sequence_coverage
 from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
-from generation.trajectory import floor_z, plan_path, sample_poses, smooth
+from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smooth
 from tiermap import schema
 from tiermap.atomic import atomic_dir
 
@@ -41,7 +41,7 @@ def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float
     traj = params["trajectory"]
     obstacles = None
     if scene.geometry is not None and geometry is not None:
-        structure = {o.id for o in scene.objects if o.class_name in ("floor", "ceiling")}  # walls stay obstacles
+        structure = {o.id for o in scene.objects if o.class_name in FLOORS}  # walls stay obstacles
         obstacles = sample_surface([g for g in geometry if g.id not in structure], density=400, seed=scene.seed, labelled_only=False)[0]
     planner = traj.get("planner", "random")
     turns: dict[int, np.ndarray] = {}
