@@ -28,7 +28,13 @@ import pandas as pd
 
 from annotation.normalise import normalise_series
 from annotation.spelling import spelling_corrections
-from tiermap import schema
+from tiermap.formats.openlex3d import (
+    GTCategories,
+    GTSamples,
+    ImageAttributes,
+    Sample,
+    SampleLabels,
+)
 
 # Specificity order: a label given in several categories keeps the least specific one (the last here).
 SPECIFICITY = {"synonyms": 0, "depictions": 1, "vis_sim": 2}
@@ -82,7 +88,7 @@ def correct_dataset_labels(labels: pd.DataFrame, vocabulary: Iterable[str] = ())
     return df, report.sort_values("label", ignore_index=True)
 
 
-def _samples(df: pd.DataFrame, scene: str, object_names: Mapping[int, str]) -> schema.GTCategories:
+def _samples(df: pd.DataFrame, scene: str, object_names: Mapping[int, str]) -> GTCategories:
     """Rules 3, 4 and 6 on already normalised (and corrected) labels of one scene."""
     df = df.assign(rank=df["category"].map(SPECIFICITY))
     samples = []
@@ -102,15 +108,15 @@ def _samples(df: pd.DataFrame, scene: str, object_names: Mapping[int, str]) -> s
             cats = per_object[int(oid)]
             n = int(n_ann_d[oid])
             ambiguous = (n >= 2 and not int(agree_d.get(oid, 0)) > n / 2) or not cats["synonyms"]
-            samples.append(schema.Sample(
+            samples.append(Sample(
                 name=f"{scene}_{object_names.get(int(oid), 'object')}_{int(oid)}".replace(" ", "_"), object_id=int(oid),
-                labels=schema.SampleLabels(image_attributes=schema.ImageAttributes(**{c: sorted(v) for c, v in cats.items()}),
+                labels=SampleLabels(image_attributes=ImageAttributes(**{c: sorted(v) for c, v in cats.items()}),
                                            flag="ambiguous" if ambiguous else None)))
-    return schema.GTCategories(dataset=schema.GTSamples(samples=samples))
+    return GTCategories(dataset=GTSamples(samples=samples))
 
 
 def aggregate_scene(labels: pd.DataFrame, scene: str, object_names: dict[int, str],
-                    corrections: Mapping[str, str] | None = None) -> schema.GTCategories:
+                    corrections: Mapping[str, str] | None = None) -> GTCategories:
     """One scene's samples: rules 1 and 3–6 of the module docstring (union, least specific wins, ambiguous flag).
 
     Spelling correction needs the whole dataset: pass `corrections` ({wrong: right}, from `correct_dataset_labels`)
@@ -123,7 +129,7 @@ def aggregate_scene(labels: pd.DataFrame, scene: str, object_names: dict[int, st
 
 
 def aggregate_dataset_with_report(labels: pd.DataFrame, scenes: Mapping[str, Mapping[int, str]],
-                                  vocabulary: Iterable[str] = ()) -> tuple[dict[str, schema.GTCategories], pd.DataFrame]:
+                                  vocabulary: Iterable[str] = ()) -> tuple[dict[str, GTCategories], pd.DataFrame]:
     """`aggregate_dataset` plus the spelling corrections report (label, corrected, uses, rows)."""
     df, report = correct_dataset_labels(labels, vocabulary)
     out = {}
@@ -134,7 +140,7 @@ def aggregate_dataset_with_report(labels: pd.DataFrame, scenes: Mapping[str, Map
     return out, report
 
 
-def aggregate_dataset(labels: pd.DataFrame, scenes: dict[str, dict[int, str]], vocabulary: Iterable[str] = ()) -> dict[str, schema.GTCategories]:
+def aggregate_dataset(labels: pd.DataFrame, scenes: dict[str, dict[int, str]], vocabulary: Iterable[str] = ()) -> dict[str, GTCategories]:
     """gt_categories per scene of a dataset: normalise, correct spelling, then union / least specific / ambiguous.
 
     `scenes` maps scene → {object_id: class name} (used in sample names; every scene listed gets an entry, even

@@ -5,7 +5,8 @@ import secrets
 from collections.abc import Callable
 
 from annotation import ls_server
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.layout import DatasetPaths
 
 
 def default_emails(n: int) -> list[str]:
@@ -13,12 +14,12 @@ def default_emails(n: int) -> list[str]:
     return [f"annotator{i}@tiermap.local" for i in range(1, n + 1)]
 
 
-def add_users(ds: schema.DatasetPaths, emails: list[str], simulated: bool = False, reset_password: bool = False,
+def add_users(ds: DatasetPaths, emails: list[str], simulated: bool = False, reset_password: bool = False,
               log: Callable[[str], None] = print) -> dict[str, str]:
     """Give every new annotator a seat (and a started server); returns email → password for new or reset accounts."""
     bad = [e for e in emails if not ls_server.EMAIL_RE.match(e)]
     if bad:
-        raise schema.SchemaError("<users>", "email", "plain e-mail addresses", bad[0])
+        raise SchemaError("<users>", "email", "plain e-mail addresses", bad[0])
     out: dict[str, str] = {}
     for email in dict.fromkeys(emails):
         password = secrets.token_urlsafe(12)
@@ -32,7 +33,7 @@ def add_users(ds: schema.DatasetPaths, emails: list[str], simulated: bool = Fals
     return out
 
 
-def ensure_simulated(ds: schema.DatasetPaths, n: int, log: Callable[[str], None] = print) -> dict[str, str]:
+def ensure_simulated(ds: DatasetPaths, n: int, log: Callable[[str], None] = print) -> dict[str, str]:
     """Seats for simulated annotators 1..n (created if missing); email → password (kept for them only)."""
     emails = default_emails(n)
     add_users(ds, emails, simulated=True, log=log)

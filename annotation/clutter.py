@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
 
-from tiermap import schema
+from tiermap.formats.openlex3d import GTCategories
 
 Box = tuple[np.ndarray, np.ndarray, np.ndarray]
 """(center (3,), full extent (3,), R (3, 3) whose columns are the box axes)."""
@@ -176,7 +176,7 @@ def clutter_pairs_exact(boxes: dict[int, Box]) -> dict[int, list[int]]:
     return _pairs_to_lists(ids, a[hit] if len(a) else a, b[hit] if len(b) else b)
 
 
-def add_clutter(gt: schema.GTCategories, clutter: dict[int, list[int]]) -> schema.GTCategories:
+def add_clutter(gt: GTCategories, clutter: dict[int, list[int]]) -> GTCategories:
     """Set each sample's clutter list (as strings) to its intersecting objects that have a sample."""
     present = {s.object_id for s in gt.dataset.samples}
     for s in gt.dataset.samples:

@@ -24,8 +24,21 @@ from PIL import Image
 from tqdm import tqdm
 
 from annotation import views
-from tiermap import schema
 from tiermap.atomic import atomic_dir
+from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.crops import (
+    CloseupView,
+    CropCloseup,
+    CropIndex,
+    CropRecord,
+    CropSkip,
+    CropView,
+    CropViews,
+    read_closeup_index,
+    read_visibility,
+    write_crop_index,
+)
+from tiermap.formats.scene import read_scene
 
 OUTLINE_RGB = (0, 255, 0)
 """Outline colour (bright green; magenta is avoided because OpenLex3D's instructions reserve it for privacy masks)."""
@@ -145,41 +158,41 @@ def mask_box(mask: np.ndarray) -> list[int]:
     return [int(xs[0]), int(ys[0]), int(xs[-1]) + 1, int(ys[-1]) + 1]
 
 
-def read_closeups(closeup_dir: Path, scene: str) -> dict[int, schema.CloseupView]:
+def read_closeups(closeup_dir: Path, scene: str) -> dict[int, CloseupView]:
     """The best rendered close-up per object id of a closeups/<scene>/ folder (objects flagged there are left out)."""
     path = Path(closeup_dir) / "index.json"
     if not path.is_file():
-        raise schema.SchemaError(path, "<file>", "a close-ups index (run `tiermap generate closeups` first)")
-    index = schema.read_closeup_index(path)
+        raise SchemaError(path, "<file>", "a close-ups index (run `tiermap generate closeups` first)")
+    index = read_closeup_index(path)
     if index.scene != scene:
-        raise schema.SchemaError(path, "scene", f"close-ups of scene {scene!r}", index.scene)
+        raise SchemaError(path, "scene", f"close-ups of scene {scene!r}", index.scene)
     return {o.object_id: o.rendered()[0] for o in index.objects if o.rendered()}
 
 
-def load_closeup(closeup_dir: Path, view: schema.CloseupView, object_id: int) -> tuple[np.ndarray, np.ndarray]:
+def load_closeup(closeup_dir: Path, view: CloseupView, object_id: int) -> tuple[np.ndarray, np.ndarray]:
     """(rgb, object mask) of a rendered close-up; an instance image without the object is a SchemaError."""
     inst_path = Path(closeup_dir) / str(view.instance)
     with Image.open(inst_path) as im:
         shape = im.size[::-1]
     mask = views.read_instance(inst_path, shape) == object_id
     if int(mask.sum()) != view.pixels:
-        raise schema.SchemaError(inst_path, "pixels", f"{view.pixels} pixels of object {object_id} as index.json says", int(mask.sum()))
+        raise SchemaError(inst_path, "pixels", f"{view.pixels} pixels of object {object_id} as index.json says", int(mask.sum()))
     return views.read_rgb(Path(closeup_dir) / str(view.rgb), shape), mask
 
 
 def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out_dir: Path, k: int = 3, min_pixels: int = 50,
-                pad: float = 0.25, size: int = 256, closeup_dir: Path | None = None) -> schema.CropIndex:
+                pad: float = 0.25, size: int = 256, closeup_dir: Path | None = None) -> CropIndex:
     """Select the best k views of every visible object and write its crop, context, frames and views.json; return the index.
 
     With `closeup_dir` (closeups/<scene>/), crop.png and context.png come from each object's close-up render."""
     _check_args(k, min_pixels, pad, size)
     scene_json, sequence_dir, visibility_json, out_dir = map(Path, (scene_json, sequence_dir, visibility_json, out_dir))
-    scene = schema.read_scene(scene_json)
-    vis = schema.read_visibility(visibility_json)
+    scene = read_scene(scene_json)
+    vis = read_visibility(visibility_json)
     known = {o.id for o in scene.objects}
     unknown = sorted(set(vis) - known)
     if unknown:
-        raise schema.SchemaError(visibility_json, str(unknown[0]), f"ids of objects in {scene_json} (scene {scene.name!r})", unknown[0])
+        raise SchemaError(visibility_json, str(unknown[0]), f"ids of objects in {scene_json} (scene {scene.name!r})", unknown[0])
     closeups = read_closeups(Path(closeup_dir), scene.name) if closeup_dir is not None else {}
     seq = views.open_sequence(sequence_dir)
     h, w = seq.shape
@@ -191,10 +204,10 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
     skipped = []
     for o in objs:
         if o.id not in vis or vis[o.id].frames == 0:
-            skipped.append(schema.CropSkip(object_id=o.id, reason="not visible in the reference sequence (visibility.json)"))
+            skipped.append(CropSkip(object_id=o.id, reason="not visible in the reference sequence (visibility.json)"))
         elif o.id not in picks:
             most = int(stats.area[:, col[o.id]].max(initial=0))
-            skipped.append(schema.CropSkip(object_id=o.id, reason=f"fewer than {min_pixels} pixels in every frame (at most {most})"))
+            skipped.append(CropSkip(object_id=o.id, reason=f"fewer than {min_pixels} pixels in every frame (at most {most})"))
     cache = _FrameCache(seq)
     records = []
     with atomic_dir(out_dir) as tmp:
@@ -211,7 +224,7 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
                 ctx = context_box(cu_box, pad, cw, ch)
                 files.append(("crop.png", encode(masked_crop(cu_rgb, cu_mask, cu_box, size), "PNG")))
                 files.append(("context.png", encode(context_crop(cu_rgb, cu_mask, ctx, size), "PNG")))
-                used = schema.CropCloseup(rgb=str(cu.rgb), instance=str(cu.instance), azimuth_deg=cu.azimuth_deg, elevation_deg=cu.elevation_deg,
+                used = CropCloseup(rgb=str(cu.rgb), instance=str(cu.instance), azimuth_deg=cu.azimuth_deg, elevation_deg=cu.elevation_deg,
                                           distance=cu.distance, pixels=int(cu.pixels or 0), bbox=cu_box, image_size=[cw, ch])
             for i, row in enumerate(rows):
                 rgb, inst = cache.get(row)
@@ -223,18 +236,18 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
                     files.append(("context.png", encode(context_crop(rgb, mask, ctx, size), "PNG")))
                 name = f"frame_{i}.jpg"
                 files.append((name, encode(Image.fromarray(outline(rgb, mask), "RGB"), "JPEG")))
-                chosen.append(schema.CropView(frame=int(seq.frames[row]), file=name, pixels=int(stats.area[row, c]), bbox=box,
+                chosen.append(CropView(frame=int(seq.frames[row]), file=name, pixels=int(stats.area[row, c]), bbox=box,
                                               border_cut=bool(stats.border[row, c])))
             for name, data in files:
                 (folder / name).write_bytes(data)
-            schema.write_model(schema.CropViews(scene=scene.name, condition=seq.dir.name, object_id=o.id, class_name=o.class_name,
+            write_model(CropViews(scene=scene.name, condition=seq.dir.name, object_id=o.id, class_name=o.class_name,
                                                 image_size=[w, h], context_bbox=ctx, views=chosen, closeup=used), folder / "views.json")
             rel = f"{o.id}/"
-            records.append(schema.CropRecord(
+            records.append(CropRecord(
                 scene=scene.name, object_id=o.id, class_name=o.class_name, crop=rel + "crop.png", context=rel + "context.png",
                 frames=[rel + v.file for v in chosen], views=rel + "views.json", sha256=content_hash(files),
                 closeup_pixels=used.pixels if used else None))
-        index = schema.CropIndex(scene=scene.name, condition=seq.dir.name, k=k, min_pixels=min_pixels, pad=pad, size=size,
+        index = CropIndex(scene=scene.name, condition=seq.dir.name, k=k, min_pixels=min_pixels, pad=pad, size=size,
                                  objects=records, skipped=skipped)
-        schema.write_crop_index(index, tmp / "index.json")
+        write_crop_index(index, tmp / "index.json")
     return index

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tiermap import schema
+from tiermap.formats.labelstudio import Ledger, LedgerEntry, LSSeat, SeatTasks
 
 FLAG_COLUMNS = ["key", "annotator", "kind", "detail"]
 
@@ -43,11 +43,11 @@ def _user_id(v: Any) -> int | None:
     return v if isinstance(v, int) else None
 
 
-def seat_entries(export: list[dict[str, Any]], seat: schema.LSSeat, tasks: schema.SeatTasks, raw_name: str,
-                 ledger: dict[tuple[str, str], schema.LedgerEntry]) -> tuple[dict[str, schema.LedgerEntry], list[Flag]]:
+def seat_entries(export: list[dict[str, Any]], seat: LSSeat, tasks: SeatTasks, raw_name: str,
+                 ledger: dict[tuple[str, str], LedgerEntry]) -> tuple[dict[str, LedgerEntry], list[Flag]]:
     """The annotator's current annotation per task key on its seat, and flags for foreign, duplicate or unknown ones."""
     key_of = {tid: key for key, tid in tasks.tasks.items()}
-    found: dict[str, list[schema.LedgerEntry]] = {}
+    found: dict[str, list[LedgerEntry]] = {}
     flags: list[Flag] = []
     who = seat.annotator
     for t in export:
@@ -66,11 +66,11 @@ def seat_entries(export: list[dict[str, Any]], seat: schema.LSSeat, tasks: schem
             scene, oid = key.rsplit("/", 1)
             result = a.get("result") or []
             cancelled = bool(a.get("was_cancelled", False))
-            found.setdefault(key, []).append(schema.LedgerEntry(
+            found.setdefault(key, []).append(LedgerEntry(
                 key=key, scene=scene, object_id=int(oid), annotator=who, annotation_id=int(a["id"]), completed_by=seat.user_id,
                 created_at=str(a.get("created_at") or ""), updated_at=str(a.get("updated_at") or ""), lead_time=a.get("lead_time"),
                 was_cancelled=cancelled, result=result, sha256=result_hash(result, cancelled), pulled_from=raw_name))
-    current: dict[str, schema.LedgerEntry] = {}
+    current: dict[str, LedgerEntry] = {}
     for key, entries in found.items():
         old = ledger.get((key, who))
         entries.sort(key=lambda e: (old is None or e.annotation_id != old.annotation_id, e.annotation_id))
@@ -80,11 +80,11 @@ def seat_entries(export: list[dict[str, Any]], seat: schema.LSSeat, tasks: schem
     return current, flags
 
 
-def compare(ledger: schema.Ledger, current: dict[str, dict[str, schema.LedgerEntry]], accept: bool = False
-            ) -> tuple[schema.Ledger, list[Flag], int]:
+def compare(ledger: Ledger, current: dict[str, dict[str, LedgerEntry]], accept: bool = False
+            ) -> tuple[Ledger, list[Flag], int]:
     """(new ledger, flags, newly accepted count) from the ledger and each pulled annotator's current annotations."""
     old = {(e.key, e.annotator): e for e in ledger.entries}
-    kept: dict[tuple[str, str], schema.LedgerEntry] = {}
+    kept: dict[tuple[str, str], LedgerEntry] = {}
     flags: list[Flag] = []
     added = 0
     for who, entries in current.items():
@@ -106,10 +106,10 @@ def compare(ledger: schema.Ledger, current: dict[str, dict[str, schema.LedgerEnt
                           f"{'dropped' if accept else 'kept the pulled version'}"))
         if not accept:
             kept[(key, who)] = prev
-    return schema.Ledger(entries=sorted(kept.values(), key=lambda e: (e.key, e.annotator))), flags, added
+    return Ledger(entries=sorted(kept.values(), key=lambda e: (e.key, e.annotator))), flags, added
 
 
-def ledger_tasks(ledger: schema.Ledger) -> list[dict[str, Any]]:
+def ledger_tasks(ledger: Ledger) -> list[dict[str, Any]]:
     """The accepted annotations as a Label Studio JSON export (completed_by resolved to the annotator's email)."""
     tasks: dict[str, dict[str, Any]] = {}
     for e in ledger.entries:

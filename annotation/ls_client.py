@@ -12,7 +12,7 @@ import httpx
 import requests
 
 from annotation.ls_server import LabelStudioError
-from tiermap import schema
+from tiermap.formats.labelstudio import LSSeat
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ def _dump(obj: Any) -> dict[str, Any]:
 class Admin:
     """The admin of one seat, through label-studio-sdk; every failure is one LabelStudioError line naming the server."""
 
-    def __init__(self, seat: schema.LSSeat, timeout: float = 120.0) -> None:
+    def __init__(self, seat: LSSeat, timeout: float = 120.0) -> None:
         from label_studio_sdk import LabelStudio
 
         if not seat.url:

@@ -7,7 +7,7 @@ own Django process and SQLite database, holding the annotator, the admin and a c
 annotator can do reaches another annotator's work.
 
 Layout (datasets/<d>/labelstudio/, mode 0700, ignored by git):
-    credentials.json   schema.LSCredentials (mode 0600): per seat the admin password, API token, URL and pid
+    credentials.json   LSCredentials (mode 0600): per seat the admin password, API token, URL and pid
     simulated.json     passwords of simulated annotators only (mode 0600); real annotators' passwords are not stored
     seats/seat-<n>/    one Label Studio data dir per seat: sqlite, .env (SECRET_KEY), media, export, server.log
 The served file root (LOCAL_FILES_DOCUMENT_ROOT) is datasets/<d>/crops/: only the images annotators must see.
@@ -29,7 +29,10 @@ from pathlib import Path
 
 import requests
 
-from tiermap import atomic, schema
+from tiermap import atomic
+from tiermap.formats.base import SchemaError, dump_json, read_json, read_model
+from tiermap.formats.labelstudio import LSCredentials, LSSeat
+from tiermap.formats.layout import DatasetPaths
 
 LS_VERSION = "1.23.2"
 ADMIN_EMAIL = "admin@tiermap.local"
@@ -45,32 +48,32 @@ class LabelStudioError(RuntimeError):
     """Label Studio is missing, unreachable or refused a request."""
 
 
-def server_dir(ds: schema.DatasetPaths) -> Path:
+def server_dir(ds: DatasetPaths) -> Path:
     """datasets/<d>/labelstudio/: seats' data dirs and credentials (never tracked: it holds a `*` .gitignore)."""
     return ds.dir / "labelstudio"
 
 
-def credentials_path(ds: schema.DatasetPaths) -> Path:
+def credentials_path(ds: DatasetPaths) -> Path:
     """The credentials file of a dataset's seats."""
     return server_dir(ds) / "credentials.json"
 
 
-def simulated_path(ds: schema.DatasetPaths) -> Path:
+def simulated_path(ds: DatasetPaths) -> Path:
     """Passwords of simulated annotators (demo and tests)."""
     return server_dir(ds) / "simulated.json"
 
 
-def seat_dir(ds: schema.DatasetPaths, seat: schema.LSSeat) -> Path:
+def seat_dir(ds: DatasetPaths, seat: LSSeat) -> Path:
     """A seat's Label Studio data dir."""
     return server_dir(ds) / "seats" / seat.slug
 
 
-def document_root(ds: schema.DatasetPaths) -> Path:
+def document_root(ds: DatasetPaths) -> Path:
     """The only folder Label Studio serves files from: the crops annotators look at."""
     return ds.dir / "crops"
 
 
-def _ensure_private_dir(ds: schema.DatasetPaths) -> Path:
+def _ensure_private_dir(ds: DatasetPaths) -> Path:
     d = server_dir(ds)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
@@ -80,25 +83,25 @@ def _ensure_private_dir(ds: schema.DatasetPaths) -> Path:
     return d
 
 
-def read_credentials(ds: schema.DatasetPaths) -> schema.LSCredentials:
+def read_credentials(ds: DatasetPaths) -> LSCredentials:
     """The dataset's seats (none yet: an empty record)."""
     path = credentials_path(ds)
-    return schema.read_model(schema.LSCredentials, path) if path.is_file() else schema.LSCredentials(admin_email=ADMIN_EMAIL)
+    return read_model(LSCredentials, path) if path.is_file() else LSCredentials(admin_email=ADMIN_EMAIL)
 
 
-def write_credentials(ds: schema.DatasetPaths, cred: schema.LSCredentials) -> Path:
+def write_credentials(ds: DatasetPaths, cred: LSCredentials) -> Path:
     """Write credentials atomically, readable by the owner only."""
     _ensure_private_dir(ds)
-    return atomic.write_text(credentials_path(ds), schema.dump_json(cred.model_dump(mode="json")), mode=0o600)
+    return atomic.write_text(credentials_path(ds), dump_json(cred.model_dump(mode="json")), mode=0o600)
 
 
-def read_simulated(ds: schema.DatasetPaths) -> dict[str, str]:
+def read_simulated(ds: DatasetPaths) -> dict[str, str]:
     """email → password of simulated annotators."""
     path = simulated_path(ds)
-    return dict(schema.read_json(path)) if path.is_file() else {}
+    return dict(read_json(path)) if path.is_file() else {}
 
 
-def seat_of(ds: schema.DatasetPaths, annotator: str) -> schema.LSSeat:
+def seat_of(ds: DatasetPaths, annotator: str) -> LSSeat:
     """The seat of one annotator; a clear error when there is none."""
     seat = read_credentials(ds).seat(annotator)
     if seat is None:
@@ -134,7 +137,7 @@ def server_env(data_dir: Path, doc_root: Path, email: str, password: str, token:
     return env
 
 
-def seat_env(ds: schema.DatasetPaths, seat: schema.LSSeat, admin_email: str = ADMIN_EMAIL) -> dict[str, str]:
+def seat_env(ds: DatasetPaths, seat: LSSeat, admin_email: str = ADMIN_EMAIL) -> dict[str, str]:
     """The environment of one seat's label-studio commands."""
     return server_env(seat_dir(ds, seat), document_root(ds), admin_email, seat.admin_password, seat.token)
 
@@ -179,17 +182,17 @@ def _set_annotator_lines(email: str, password: str) -> list[str]:
             "print('SEATUSER=%d' % u.id)"]
 
 
-def add_seat(ds: schema.DatasetPaths, annotator: str, password: str, simulated: bool = False, log: Log = print) -> schema.LSSeat:
+def add_seat(ds: DatasetPaths, annotator: str, password: str, simulated: bool = False, log: Log = print) -> LSSeat:
     """A new seat for one annotator: a server data dir from the template with fresh secrets, the annotator's account."""
     if not EMAIL_RE.match(annotator):
-        raise schema.SchemaError("<users>", "email", "a plain e-mail address", annotator)
+        raise SchemaError("<users>", "email", "a plain e-mail address", annotator)
     cred = read_credentials(ds)
     if cred.seat(annotator) is not None:
         raise LabelStudioError(f"{annotator} already has a seat (use --reset-password for a new password)")
     ls_bin = label_studio_bin()
     tpl = ensure_template(ls_bin, log)
     n = max((int(s.slug.split("-")[1]) for s in cred.seats), default=0) + 1
-    seat = schema.LSSeat(annotator=annotator, slug=f"seat-{n}", admin_password=secrets.token_urlsafe(12),
+    seat = LSSeat(annotator=annotator, slug=f"seat-{n}", admin_password=secrets.token_urlsafe(12),
                          token=secrets.token_hex(20), simulated=simulated)
     _ensure_private_dir(ds)
     document_root(ds).mkdir(parents=True, exist_ok=True)
@@ -214,7 +217,7 @@ def add_seat(ds: schema.DatasetPaths, annotator: str, password: str, simulated: 
     return seat
 
 
-def reset_password(ds: schema.DatasetPaths, annotator: str, password: str) -> None:
+def reset_password(ds: DatasetPaths, annotator: str, password: str) -> None:
     """Give an annotator a new password on its seat (stored only for simulated annotators)."""
     seat = seat_of(ds, annotator)
     django_shell(label_studio_bin(), seat_env(ds, seat, read_credentials(ds).admin_email), _set_annotator_lines(annotator, password))
@@ -222,7 +225,7 @@ def reset_password(ds: schema.DatasetPaths, annotator: str, password: str) -> No
         _keep_simulated(ds, annotator, password)
 
 
-def _keep_simulated(ds: schema.DatasetPaths, annotator: str, password: str) -> None:
+def _keep_simulated(ds: DatasetPaths, annotator: str, password: str) -> None:
     """Store a simulated annotator's password (owner-only file); real annotators' passwords never get here."""
     atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
 
@@ -260,12 +263,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def running(seat: schema.LSSeat) -> bool:
+def running(seat: LSSeat) -> bool:
     """Whether a seat's server process is alive and healthy."""
     return bool(seat.pid) and _alive(seat.pid) and healthy(seat.url)
 
 
-def start(ds: schema.DatasetPaths, timeout: float = 120.0, log: Log = print) -> schema.LSCredentials:
+def start(ds: DatasetPaths, timeout: float = 120.0, log: Log = print) -> LSCredentials:
     """Start every seat's server that is not running (all at once); returns the credentials with URLs and pids."""
     ls_bin = label_studio_bin()
     cred = read_credentials(ds)
@@ -329,7 +332,7 @@ def _kill_group(pid: int, grace: float = 15.0) -> None:
         pass
 
 
-def stop(ds: schema.DatasetPaths, annotator: str | None = None) -> int:
+def stop(ds: DatasetPaths, annotator: str | None = None) -> int:
     """Stop the dataset's running seats (or one annotator's); how many were stopped."""
     if not credentials_path(ds).is_file():
         return 0
@@ -345,7 +348,7 @@ def stop(ds: schema.DatasetPaths, annotator: str | None = None) -> int:
     return n
 
 
-def serve_forever(ds: schema.DatasetPaths, log: Log = print) -> None:
+def serve_forever(ds: DatasetPaths, log: Log = print) -> None:
     """Start every seat and block until Ctrl-C, then stop them."""
     cred = start(ds, log=log)
     for seat in cred.seats:

@@ -1,6 +1,6 @@
 """Simulated annotators: what one annotator would type into the three Label Studio fields for an object.
 
-Starting from the object's lexicon (schema.Lexicon), an annotator, in this order:
+Starting from the object's lexicon (Lexicon), an annotator, in this order:
 1. leaves out each lexicon label with probability `omission` (at least one synonym is always given);
 2. on a *hard* object (a per-object draw, rate `disagreement`), with probability `confusion` names the object by one
    of its visually similar labels instead of its synonyms (the annotators then disagree on the synonyms);
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tiermap import schema
+from tiermap.formats.scene import Lexicon
 
 EXTRA_WORDS = ("thing", "object", "stand", "holder", "cover", "panel", "frame", "decoration", "container", "device",
                "ornament", "toy", "rack", "cloth", "basket", "tray", "pad", "case", "handle", "shadow")
@@ -33,23 +33,23 @@ FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "vis_sim": "visual
 """Lexicon category → Label Studio field name."""
 SEPARATOR_HABITS = (", ", ",", ", ", "; ")
 
-SAMPLE_LEXICONS: dict[str, schema.Lexicon] = {
-    "sofa": schema.Lexicon(synonyms=["sofa", "couch", "settee"], depictions=["stripes"], vis_sim=["bench", "armchair"]),
-    "table": schema.Lexicon(synonyms=["table", "dining table"], vis_sim=["desk"]),
-    "office chair": schema.Lexicon(synonyms=["office chair", "chair", "swivel chair"], vis_sim=["armchair"]),
-    "bookshelf": schema.Lexicon(synonyms=["bookshelf", "shelf", "bookcase"], vis_sim=["cabinet"]),
-    "kitchen counter": schema.Lexicon(synonyms=["kitchen counter", "counter", "countertop"], vis_sim=["cabinet"]),
-    "fridge": schema.Lexicon(synonyms=["fridge", "refrigerator"], vis_sim=["wardrobe", "cabinet"]),
-    "monitor": schema.Lexicon(synonyms=["monitor", "computer screen", "screen"], vis_sim=["television"]),
-    "mug": schema.Lexicon(synonyms=["mug", "cup", "coffee mug"], depictions=["heart"], vis_sim=["glass"]),
-    "plant": schema.Lexicon(synonyms=["plant", "potted plant", "houseplant"], vis_sim=["tree", "flowers"]),
-    "pillow": schema.Lexicon(synonyms=["pillow", "cushion"], depictions=["polka dots"], vis_sim=["bag"]),
-    "painting": schema.Lexicon(synonyms=["painting", "picture"], depictions=["house", "tree"], vis_sim=["poster", "window"]),
-    "trash bin": schema.Lexicon(synonyms=["trash bin", "bin", "trash can"], vis_sim=["basket", "bucket"]),
-    "whiteboard": schema.Lexicon(synonyms=["whiteboard", "board"], depictions=["words"], vis_sim=["screen", "window"]),
-    "microwave": schema.Lexicon(synonyms=["microwave", "microwave oven"], vis_sim=["oven", "box"]),
-    "wardrobe": schema.Lexicon(synonyms=["wardrobe", "closet"], vis_sim=["cabinet"]),
-    "laptop": schema.Lexicon(synonyms=["laptop", "computer", "notebook computer"], depictions=["welcome"], vis_sim=["tablet"]),
+SAMPLE_LEXICONS: dict[str, Lexicon] = {
+    "sofa": Lexicon(synonyms=["sofa", "couch", "settee"], depictions=["stripes"], vis_sim=["bench", "armchair"]),
+    "table": Lexicon(synonyms=["table", "dining table"], vis_sim=["desk"]),
+    "office chair": Lexicon(synonyms=["office chair", "chair", "swivel chair"], vis_sim=["armchair"]),
+    "bookshelf": Lexicon(synonyms=["bookshelf", "shelf", "bookcase"], vis_sim=["cabinet"]),
+    "kitchen counter": Lexicon(synonyms=["kitchen counter", "counter", "countertop"], vis_sim=["cabinet"]),
+    "fridge": Lexicon(synonyms=["fridge", "refrigerator"], vis_sim=["wardrobe", "cabinet"]),
+    "monitor": Lexicon(synonyms=["monitor", "computer screen", "screen"], vis_sim=["television"]),
+    "mug": Lexicon(synonyms=["mug", "cup", "coffee mug"], depictions=["heart"], vis_sim=["glass"]),
+    "plant": Lexicon(synonyms=["plant", "potted plant", "houseplant"], vis_sim=["tree", "flowers"]),
+    "pillow": Lexicon(synonyms=["pillow", "cushion"], depictions=["polka dots"], vis_sim=["bag"]),
+    "painting": Lexicon(synonyms=["painting", "picture"], depictions=["house", "tree"], vis_sim=["poster", "window"]),
+    "trash bin": Lexicon(synonyms=["trash bin", "bin", "trash can"], vis_sim=["basket", "bucket"]),
+    "whiteboard": Lexicon(synonyms=["whiteboard", "board"], depictions=["words"], vis_sim=["screen", "window"]),
+    "microwave": Lexicon(synonyms=["microwave", "microwave oven"], vis_sim=["oven", "box"]),
+    "wardrobe": Lexicon(synonyms=["wardrobe", "closet"], vis_sim=["cabinet"]),
+    "laptop": Lexicon(synonyms=["laptop", "computer", "notebook computer"], depictions=["welcome"], vis_sim=["tablet"]),
 }
 """A small self-contained catalogue for tests, benchmarks and demos (mirrors generation's library style)."""
 
@@ -133,7 +133,7 @@ def _surface(label: str, rng: np.random.Generator, p: NoiseProfile) -> str:
     return label
 
 
-def simulate_answers(lexicon: schema.Lexicon, class_name: str, annotator: int, rng: np.random.Generator,
+def simulate_answers(lexicon: Lexicon, class_name: str, annotator: int, rng: np.random.Generator,
                      profile: NoiseProfile, *, hard: bool | None = None, others: Sequence[str] = ()) -> dict[str, str]:
     """The three comma-separated text fields one annotator types: {"synonyms", "depictions", "visually_similar"}.
 
@@ -178,7 +178,7 @@ def simulate_answers(lexicon: schema.Lexicon, class_name: str, annotator: int, r
     return {FIELDS[cat]: sep.join(_surface(lbl, rng, p) for lbl in moved[cat]) for cat in cats}
 
 
-def simulate_export(objects: Mapping[str, Mapping[int, tuple[str, schema.Lexicon]]], n_annotators: int = 4,
+def simulate_export(objects: Mapping[str, Mapping[int, tuple[str, Lexicon]]], n_annotators: int = 4,
                     profile: NoiseProfile | None = None, seed: int = 0, emails: bool = False) -> list[dict]:
     """A Label Studio JSON export (list of tasks, as `ls.projects.exports.as_json`) of simulated annotations.
 
@@ -207,12 +207,12 @@ def simulate_export(objects: Mapping[str, Mapping[int, tuple[str, schema.Lexicon
     return tasks
 
 
-def sample_objects(n: int, scenes: Iterable[str] = ("scene_000",), seed: int = 0) -> dict[str, dict[int, tuple[str, schema.Lexicon]]]:
+def sample_objects(n: int, scenes: Iterable[str] = ("scene_000",), seed: int = 0) -> dict[str, dict[int, tuple[str, Lexicon]]]:
     """n objects spread over the scenes, classes drawn from SAMPLE_LEXICONS (for tests and benchmarks)."""
     rng = np.random.default_rng(seed)
     names = list(SAMPLE_LEXICONS)
     scenes = list(scenes)
-    out: dict[str, dict[int, tuple[str, schema.Lexicon]]] = {s: {} for s in scenes}
+    out: dict[str, dict[int, tuple[str, Lexicon]]] = {s: {} for s in scenes}
     for i in range(n):
         cls = names[int(rng.integers(len(names)))]
         out[scenes[i % len(scenes)]][i // len(scenes) + 1] = (cls, SAMPLE_LEXICONS[cls])

@@ -5,7 +5,7 @@ from typing import Any
 
 from annotation.ls_client import Admin
 from annotation.ls_server import LabelStudioError, document_root, read_credentials
-from tiermap import schema
+from tiermap.formats.layout import DatasetPaths
 
 FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "visually_similar": "vis_sim"}
 """Label Studio text-field name → tidy-table category."""
@@ -39,7 +39,7 @@ LABEL_CONFIG = """<View>
 </View>"""
 
 
-def admins(ds: schema.DatasetPaths) -> list[Admin]:
+def admins(ds: DatasetPaths) -> list[Admin]:
     """An admin client per seat, in seat order; a clear error when the dataset has no annotators yet."""
     cred = read_credentials(ds)
     if not cred.seats:
@@ -48,24 +48,24 @@ def admins(ds: schema.DatasetPaths) -> list[Admin]:
     return [Admin(s) for s in cred.seats]
 
 
-def project_title(ds: schema.DatasetPaths) -> str:
+def project_title(ds: DatasetPaths) -> str:
     """One project per dataset on every seat."""
     return f"tiermap {ds.name}"
 
 
-def find_project(ls: Admin, ds: schema.DatasetPaths) -> dict[str, Any] | None:
+def find_project(ls: Admin, ds: DatasetPaths) -> dict[str, Any] | None:
     """The dataset's project on a seat, if it exists."""
     return next((p for p in ls.projects() if p["title"] == project_title(ds)), None)
 
 
-def project_fields(ds: schema.DatasetPaths) -> dict[str, Any]:
+def project_fields(ds: DatasetPaths) -> dict[str, Any]:
     """The project as push sets it (one annotation per task: each seat holds one annotator)."""
     return {"title": project_title(ds), "label_config": LABEL_CONFIG, "expert_instruction": INSTRUCTIONS,
             "show_instruction": True, "maximum_annotations": 1, "show_collab_predictions": True,
             "description": f"Tiered object labels for dataset {ds.name} (OpenLex3D protocol)"}
 
 
-def ensure_project(ls: Admin, ds: schema.DatasetPaths, scenes: list[str]) -> int:
+def ensure_project(ls: Admin, ds: DatasetPaths, scenes: list[str]) -> int:
     """Create or restore the seat's project (config, instructions) and a local-files storage per scene's crops."""
     fields = project_fields(ds)
     proj = find_project(ls, ds)

@@ -13,7 +13,17 @@ from annotation.ledger import FLAG_COLUMNS, Flag, compare, ledger_tasks, seat_en
 from annotation.ls_client import Admin
 from annotation.project import admins
 from annotation.push import crop_tasks, read_tasks_record
-from tiermap import atomic, schema
+from tiermap import atomic
+from tiermap.formats.base import SchemaError
+from tiermap.formats.labels import write_labels
+from tiermap.formats.labelstudio import (
+    Ledger,
+    LedgerEntry,
+    parse_ls_export,
+    read_ledger,
+    write_ledger,
+)
+from tiermap.formats.layout import DatasetPaths
 
 
 class TamperError(RuntimeError):
@@ -25,22 +35,22 @@ class TamperError(RuntimeError):
                          "Re-run with --accept-changes to accept changes and removals.")
 
 
-def raw_dir(ds: schema.DatasetPaths) -> Path:
+def raw_dir(ds: DatasetPaths) -> Path:
     """labels/raw/: export files per pull and seat, never rewritten."""
     return ds.labels / "raw"
 
 
-def ledger_path(ds: schema.DatasetPaths) -> Path:
+def ledger_path(ds: DatasetPaths) -> Path:
     """labels/ledger.json: accepted annotations (kept across pulls)."""
     return ds.labels / "ledger.json"
 
 
-def tamper_report(ds: schema.DatasetPaths) -> Path:
+def tamper_report(ds: DatasetPaths) -> Path:
     """labels/tamper.csv: what the last pull flagged, one row per task and annotator."""
     return ds.labels / "tamper.csv"
 
 
-def _new_raw_path(ds: schema.DatasetPaths, stamp: str, suffix: str) -> Path:
+def _new_raw_path(ds: DatasetPaths, stamp: str, suffix: str) -> Path:
     path = raw_dir(ds) / f"{stamp}-{suffix}"
     n = 1
     while path.exists():
@@ -49,7 +59,7 @@ def _new_raw_path(ds: schema.DatasetPaths, stamp: str, suffix: str) -> Path:
     return path
 
 
-def save_raw(ds: schema.DatasetPaths, stamp: str, slug: str, export: bytes, users: list[dict[str, Any]]) -> Path:
+def save_raw(ds: DatasetPaths, stamp: str, slug: str, export: bytes, users: list[dict[str, Any]]) -> Path:
     """Store a seat's export bytes as received (plus its user list) before any parsing."""
     path = _new_raw_path(ds, stamp, f"{slug}-export.json")
     atomic.write_bytes(path, export)
@@ -62,12 +72,12 @@ def parse_raw(path: Path, raw: bytes) -> list[dict[str, Any]]:
     try:
         tasks = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise schema.SchemaError(path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
-    schema.parse_ls_export(tasks, path)
+        raise SchemaError(path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
+    parse_ls_export(tasks, path)
     return tasks
 
 
-def labels_from_ledger(ds: schema.DatasetPaths, ledger: schema.Ledger, scenes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def labels_from_ledger(ds: DatasetPaths, ledger: Ledger, scenes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tidy labels and flagged rows of the accepted annotations; objects no longer cropped are flagged, not kept."""
     from annotation.tidy import tidy_export
 
@@ -81,16 +91,16 @@ def labels_from_ledger(ds: schema.DatasetPaths, ledger: schema.Ledger, scenes: l
     return labels.reset_index(drop=True), flagged.reset_index(drop=True)
 
 
-def pull(ds: schema.DatasetPaths, scenes: list[str], accept_changes: bool = False) -> dict[str, Any]:
+def pull(ds: DatasetPaths, scenes: list[str], accept_changes: bool = False) -> dict[str, Any]:
     """Export every seat → labels/raw/ → compare with labels/ledger.json → labels.parquet, flagged.csv, tamper.csv.
 
     Raises TamperError after writing everything when annotations were flagged and `accept_changes` is off.
     """
     record = read_tasks_record(ds)
-    ledger = schema.read_ledger(ledger_path(ds))
+    ledger = read_ledger(ledger_path(ds))
     old = {(e.key, e.annotator): e for e in ledger.entries}
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    current: dict[str, dict[str, schema.LedgerEntry]] = {}
+    current: dict[str, dict[str, LedgerEntry]] = {}
     flags: list[Flag] = []
     raws = []
     seats = admins(ds)
@@ -113,9 +123,9 @@ def pull(ds: schema.DatasetPaths, scenes: list[str], accept_changes: bool = Fals
         current[seat.annotator], flags = entries, flags + seat_flags
     new_ledger, changes, added = compare(ledger, current, accept_changes)
     flags += changes
-    schema.write_ledger(new_ledger, ledger_path(ds))
+    write_ledger(new_ledger, ledger_path(ds))
     labels, flagged = labels_from_ledger(ds, new_ledger, scenes)
-    schema.write_labels(ds.labels / "labels.parquet", labels)
+    write_labels(ds.labels / "labels.parquet", labels)
     atomic.write_text(ds.labels / "flagged.csv", flagged.to_csv(index=False))
     rows = pd.DataFrame([[f.key, f.annotator, f.kind, f.detail] for f in flags], columns=FLAG_COLUMNS)
     atomic.write_text(tamper_report(ds), rows.sort_values(["key", "annotator", "kind"]).to_csv(index=False))

@@ -1,12 +1,12 @@
 """Query mappings l0 / l1 / all and the prompt list, in the official OpenLex3D form."""
 from __future__ import annotations
 
-from tiermap import schema
+from tiermap.formats.openlex3d import GTCategories, QueryMapping
 
 EXCLUDED_LABELS = ("wall", "floor", "ceiling", "doorframe", "ledge", "windowledge")
 
 
-def query_mappings(gt: schema.GTCategories) -> dict[str, schema.QueryMapping]:
+def query_mappings(gt: GTCategories) -> dict[str, QueryMapping]:
     """level0 = synonyms; level1 = 'depiction synonym' pairs; excluded labels (space-stripped) dropped."""
     l0: dict[str, list[int]] = {}
     l1: dict[str, list[int]] = {}
@@ -21,11 +21,11 @@ def query_mappings(gt: schema.GTCategories) -> dict[str, schema.QueryMapping]:
                     l1.setdefault(q, []).append(s.object_id)
     l0 = {k: sorted(set(v)) for k, v in sorted(l0.items())}
     l1 = {k: sorted(set(v)) for k, v in sorted(l1.items())}
-    return {"l0": schema.QueryMapping(level0=l0), "l1": schema.QueryMapping(level1=l1),
-            "all": schema.QueryMapping(level0=l0, level1=l1)}
+    return {"l0": QueryMapping(level0=l0), "l1": QueryMapping(level1=l1),
+            "all": QueryMapping(level0=l0, level1=l1)}
 
 
-def prompt_labels(gts: list[schema.GTCategories]) -> set[str]:
+def prompt_labels(gts: list[GTCategories]) -> set[str]:
     """Union of synonyms, depictions and vis_sim over scenes."""
     out: set[str] = set()
     for gt in gts:

@@ -10,16 +10,17 @@ from annotation.ls_client import AnnotatorSession
 from annotation.noise import NoiseProfile, answer_rng, object_is_hard, simulate_answers
 from annotation.project import textarea_result
 from annotation.push import read_tasks_record
-from tiermap import schema
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.scene import read_scene
 
 
-def simulate(ds: schema.DatasetPaths, scenes: list[str], n_annotators: int = 4, seed: int = 0,
+def simulate(ds: DatasetPaths, scenes: list[str], n_annotators: int = 4, seed: int = 0,
              profile: NoiseProfile | None = None, log: Callable[[str], None] = print) -> dict[str, int]:
     """Every simulated annotator submits one annotation on each pushed task of its seat it has not done yet."""
     profile = profile or NoiseProfile()
     passwords = ensure_simulated(ds, n_annotators, log)
     record = read_tasks_record(ds)
-    objects = {s: {o.id: o for o in schema.read_scene(ds.scene_dir(s) / "scene.json").objects} for s in scenes}
+    objects = {s: {o.id: o for o in read_scene(ds.scene_dir(s) / "scene.json").objects} for s in scenes}
     others = sorted({w for objs in objects.values() for o in objs.values() for w in o.lexicon.synonyms})
     emails = list(passwords)
 

@@ -9,7 +9,9 @@ from pydantic import BaseModel
 
 from annotation.project import FIELDS, INSTRUCTIONS, admins, textarea_result
 from annotation.push import crop_records, read_tasks_record
-from tiermap import atomic, schema
+from tiermap import atomic
+from tiermap.formats.base import SchemaError, read_json
+from tiermap.formats.layout import DatasetPaths
 
 PROMPT = ("You label objects for a 3D scene-understanding benchmark. The image shows one object with its background "
           "removed. Follow these instructions and answer with three lists of short lowercase labels.\n" + INSTRUCTIONS)
@@ -23,19 +25,19 @@ class ObjectWords(BaseModel):
     visually_similar: list[str]
 
 
-def cache_path(ds: schema.DatasetPaths, model: str) -> Any:
+def cache_path(ds: DatasetPaths, model: str) -> Any:
     """labels/suggestions/<model>.json: answers by crop hash and which task got which prediction."""
     return ds.labels / "suggestions" / f"{model.replace('/', '_')}.json"
 
 
-def suggest(ds: schema.DatasetPaths, scenes: list[str], model: str = "gemini-2.5-flash",
+def suggest(ds: DatasetPaths, scenes: list[str], model: str = "gemini-2.5-flash",
             log: Callable[[str], None] = print) -> dict[str, int]:
     """Ask Gemini once per crop (cached by crop hash) and import its answers as predictions on every seat (once per task)."""
     from tiermap.gemini import ask_image, gemini_client
 
     record = read_tasks_record(ds)
     path = cache_path(ds, model)
-    cache = schema.read_json(path) if path.is_file() else {"answers": {}, "imported": {}}
+    cache = read_json(path) if path.is_file() else {"answers": {}, "imported": {}}
     records = crop_records(ds, scenes)
     keys = [k for k in sorted(record.crop_hashes) if k in records]
     client = None
@@ -46,7 +48,7 @@ def suggest(ds: schema.DatasetPaths, scenes: list[str], model: str = "gemini-2.5
             continue
         crop = ds.dir / "crops" / records[key].scene / records[key].crop
         if not crop.is_file():
-            raise schema.SchemaError(crop, "<file>", f"the crop of task {key} (re-run `tiermap annotate crops`)")
+            raise SchemaError(crop, "<file>", f"the crop of task {key} (re-run `tiermap annotate crops`)")
         client = client or gemini_client("tiermap annotate suggest --gemini")
         ans = ask_image(client, model, crop.read_bytes(), PROMPT, ObjectWords)
         cache["answers"][h] = ans.model_dump()

@@ -1,7 +1,7 @@
 """Label Studio JSON export → the tidy labels table (scene, object_id, annotator, category, label, raw_label).
 
 Rules:
-- The export is validated through `tiermap.schema.parse_ls_export` (models LSTask / LSAnnotation / LSResult):
+- The export is validated through `tiermap.formats.labelstudio.parse_ls_export` (models LSTask / LSAnnotation / LSResult):
   malformed structure is a SchemaError naming the source, the JSON path and the expectation.
 - Cancelled annotations (`was_cancelled`) are skipped, and so are results of other fields than the three TextAreas
   (`synonyms`, `depictions`, `visually_similar` → category `vis_sim`).
@@ -24,7 +24,12 @@ import numpy as np
 import pandas as pd
 
 from annotation.normalise import SEPARATORS, normalise_series
-from tiermap import schema
+from tiermap.formats.labels import (
+    LABEL_COLUMNS,
+    PROVENANCE_COLUMNS,
+    validate_labels_frame,
+)
+from tiermap.formats.labelstudio import parse_ls_export
 
 MAX_LABEL_CHARS = 64
 PLACEHOLDERS = frozenset({"none", "n/a", "na", "nothing", "unknown", "idk", "null", "nil", "not sure", "unsure", "blank"})
@@ -34,7 +39,7 @@ _HTML = re.compile(r"<\s*/?\s*[a-zA-Z!][^>]*>|&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _ALLOWED_SYMBOLS = frozenset("©®™°")
-FLAG_COLUMNS = [*schema.LABEL_COLUMNS, "reason"]
+FLAG_COLUMNS = [*LABEL_COLUMNS, "reason"]
 
 
 def _non_text(s: str) -> bool:
@@ -69,8 +74,8 @@ def flag_reasons(raw: pd.Series, label: pd.Series) -> pd.Series:
 
 
 def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(labels, flagged): the tidy table (schema.LABEL_COLUMNS) and the rejected pieces with a `reason` column."""
-    parsed = schema.parse_ls_export(tasks, source)
+    """(labels, flagged): the tidy table (LABEL_COLUMNS) and the rejected pieces with a `reason` column."""
+    parsed = parse_ls_export(tasks, source)
     scenes: list[str] = []
     objects: list[int] = []
     annotators: list[str] = []
@@ -110,7 +115,7 @@ def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFr
     df["scene"] = df["scene"].astype(object)
     reason = flag_reasons(df["raw_label"], df["label"]) if len(df) else pd.Series(dtype=object)
     bad = reason.notna().to_numpy()
-    cols = [*schema.LABEL_COLUMNS, *schema.PROVENANCE_COLUMNS]
-    flagged = df.loc[bad, list(schema.LABEL_COLUMNS)].assign(reason=reason[bad].astype(object)).reset_index(drop=True)
+    cols = [*LABEL_COLUMNS, *PROVENANCE_COLUMNS]
+    flagged = df.loc[bad, list(LABEL_COLUMNS)].assign(reason=reason[bad].astype(object)).reset_index(drop=True)
     labels = df.loc[~bad, cols].drop_duplicates(["scene", "object_id", "annotator", "category", "label"])
-    return schema.validate_labels_frame(labels, source), flagged[FLAG_COLUMNS]
+    return validate_labels_frame(labels, source), flagged[FLAG_COLUMNS]

@@ -15,7 +15,8 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.sequence import CameraParams, read_camera, read_traj
 
 INSTANCE_NAME = re.compile(r"^(\d+)\.png$")
 RGB_SUFFIXES = (".jpg", ".png")
@@ -30,7 +31,7 @@ class Sequence:
     rgb: list[Path]
     instance: list[Path]
     poses: np.ndarray
-    camera: schema.CameraParams
+    camera: CameraParams
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -52,28 +53,28 @@ def open_sequence(sequence_dir: Path | str) -> Sequence:
     """Index a Replica/NICE-SLAM sequence folder; missing parts are SchemaErrors naming the file."""
     d = Path(sequence_dir)
     if not d.is_dir():
-        raise schema.SchemaError(d, "<folder>", "an existing sequence folder (results/, instance/, traj.txt, camera_params.json)")
-    camera = schema.read_camera(d / "camera_params.json")
+        raise SchemaError(d, "<folder>", "an existing sequence folder (results/, instance/, traj.txt, camera_params.json)")
+    camera = read_camera(d / "camera_params.json")
     inst_dir = d / "instance"
     found = sorted(inst_dir.glob("*.png")) if inst_dir.is_dir() else []
     if not found:
-        raise schema.SchemaError(inst_dir, "<folder>", "instance images %06d.png (uint16 object ids, 0 = none)")
+        raise SchemaError(inst_dir, "<folder>", "instance images %06d.png (uint16 object ids, 0 = none)")
     frames = []
     for p in found:
         m = INSTANCE_NAME.match(p.name)
         if m is None:
-            raise schema.SchemaError(p, "<name>", "instance images named %06d.png", p.name)
+            raise SchemaError(p, "<name>", "instance images named %06d.png", p.name)
         frames.append(int(m.group(1)))
     rgb = []
     for i in frames:
         cands = [d / "results" / f"frame{i:06d}{s}" for s in RGB_SUFFIXES]
         hit = next((c for c in cands if c.is_file()), None)
         if hit is None:
-            raise schema.SchemaError(cands[0], "<file>", "an RGB image (frame%06d.jpg or .png) for every instance image")
+            raise SchemaError(cands[0], "<file>", "an RGB image (frame%06d.jpg or .png) for every instance image")
         rgb.append(hit)
-    traj = schema.read_traj(d / "traj.txt")
+    traj = read_traj(d / "traj.txt")
     if frames[-1] >= len(traj):
-        raise schema.SchemaError(d / "traj.txt", "lines", f"one pose per frame (frame index {frames[-1]} needs {frames[-1] + 1} lines)",
+        raise SchemaError(d / "traj.txt", "lines", f"one pose per frame (frame index {frames[-1]} needs {frames[-1] + 1} lines)",
                                  len(traj))
     idx = np.asarray(frames, dtype=np.int64)
     return Sequence(d, idx, rgb, found, traj[idx], camera)
@@ -85,14 +86,14 @@ def read_instance(path: Path, shape: tuple[int, int]) -> np.ndarray:
         with Image.open(path) as im:
             arr = np.asarray(im)
     except (UnidentifiedImageError, OSError) as err:
-        raise schema.SchemaError(path, "<file>", f"a readable PNG instance image ({type(err).__name__})") from None
+        raise SchemaError(path, "<file>", f"a readable PNG instance image ({type(err).__name__})") from None
     if arr.shape != shape:
-        raise schema.SchemaError(path, "shape", f"a single-channel image of (h, w) = {shape} as camera_params.json", arr.shape)
+        raise SchemaError(path, "shape", f"a single-channel image of (h, w) = {shape} as camera_params.json", arr.shape)
     if arr.dtype.kind not in "ui":
-        raise schema.SchemaError(path, "dtype", "integer object ids (uint16 PNG)", str(arr.dtype))
+        raise SchemaError(path, "dtype", "integer object ids (uint16 PNG)", str(arr.dtype))
     if arr.dtype != np.uint16:
         if arr.size and (arr.min() < 0 or arr.max() > 65535):
-            raise schema.SchemaError(path, "values", "object ids in 0..65535", int(arr.max()))
+            raise SchemaError(path, "values", "object ids in 0..65535", int(arr.max()))
         arr = arr.astype(np.uint16)
     return arr
 
@@ -103,9 +104,9 @@ def read_rgb(path: Path, shape: tuple[int, int]) -> np.ndarray:
         with Image.open(path) as im:
             arr = np.asarray(im.convert("RGB"))
     except (UnidentifiedImageError, OSError) as err:
-        raise schema.SchemaError(path, "<file>", f"a readable RGB image ({type(err).__name__})") from None
+        raise SchemaError(path, "<file>", f"a readable RGB image ({type(err).__name__})") from None
     if arr.shape[:2] != shape:
-        raise schema.SchemaError(path, "shape", f"an image of (h, w) = {shape} as camera_params.json", arr.shape[:2])
+        raise SchemaError(path, "shape", f"an image of (h, w) = {shape} as camera_params.json", arr.shape[:2])
     return arr
 
 

@@ -17,9 +17,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generation.coverage import plan_coverage  # noqa: E402
 from generation.geometry import ObjectGeometry, scene_geometry  # noqa: E402
 from generation.procedural import generate_scene  # noqa: E402
-from generation.sequence import camera_from_params, make_renderer, scene_poses, view_from_params  # noqa: E402
+from generation.sequence import (  # noqa: E402
+    camera_from_params,
+    make_renderer,
+    scene_poses,
+    view_from_params,
+)
 from generation.trajectory import STRUCTURE_CLASSES, walk_graph  # noqa: E402
-from tiermap.schema import Scene  # noqa: E402
+from tiermap.formats.scene import Scene
 
 ROOMS = ["living room", "bedroom", "office", "kitchen", "meeting room"]
 SEED = 3

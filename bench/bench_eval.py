@@ -126,12 +126,12 @@ def _labels(rng, n_vocab: int):  # type: ignore[no-untyped-def]
 
 
 def _gt_categories(names, tiers, clutter):  # type: ignore[no-untyped-def]
-    from tiermap import schema
+    from tiermap.formats.openlex3d import GTCategories
 
     samples = [{"name": f"object {obj}", "object_id": obj, "labels": {"image_attributes": {
         "synonyms": [names[i] for i in s], "depictions": [names[i] for i in d], "vis_sim": [names[i] for i in v],
         "clutter": [str(c) for c in clutter[obj]]}}} for obj, (s, d, v) in tiers.items()]
-    return schema.GTCategories.model_validate({"dataset": {"samples": samples}})
+    return GTCategories.model_validate({"dataset": {"samples": samples}})
 
 
 def make_scene(scale: float, dense: bool, need: str, tag: str) -> dict:
@@ -360,9 +360,9 @@ def run_case(case: str, scale: float, profile: bool = False) -> dict:
 
     if case.startswith("seg"):
         from evaluation.segmentation import SegmentationScene, evaluate_scene
-        from tiermap import schema
+        from tiermap.formats.predictions import Predictions
 
-        preds = schema.Predictions(Path("<synthetic>"), Path("<synthetic>/point_cloud.ply"), scene["pred_points"],
+        preds = Predictions(Path("<synthetic>"), Path("<synthetic>/point_cloud.ply"), scene["pred_points"],
                                    scene["emb"], scene["index"])
         seg = SegmentationScene("synthetic", scene["gt_points"], scene["gt_ids"], scene["labels"], preds)
 

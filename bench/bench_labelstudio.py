@@ -31,14 +31,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from annotation import ls_server  # noqa: E402
 from annotation.aggregate import aggregate_dataset_with_report  # noqa: E402
 from annotation.annotators import ensure_simulated  # noqa: E402
-from annotation.noise import NoiseProfile, answer_rng, object_is_hard, sample_objects, simulate_answers  # noqa: E402
+from annotation.noise import (  # noqa: E402
+    NoiseProfile,
+    answer_rng,
+    object_is_hard,
+    sample_objects,
+    simulate_answers,
+)
 from annotation.project import admins, project_fields, project_title, textarea_result  # noqa: E402
 from annotation.pull import pull  # noqa: E402
 from annotation.push import crop_tasks, push, read_tasks_record, tasks_record  # noqa: E402
-from tiermap import schema  # noqa: E402
+from tiermap.formats.base import write_model
+from tiermap.formats.crops import CropIndex, CropRecord, write_crop_index
+from tiermap.formats.labels import read_labels
+from tiermap.formats.labelstudio import SeatTasks
+from tiermap.formats.layout import DatasetPaths
 
 
-def write_crops(ds: schema.DatasetPaths, objects: dict) -> list[str]:  # type: ignore[type-arg]
+def write_crops(ds: DatasetPaths, objects: dict) -> list[str]:  # type: ignore[type-arg]
     """A crops/<scene>/index.json with distinct tiny images per object."""
     rng = np.random.default_rng(0)
     for scene, objs in objects.items():
@@ -51,10 +61,10 @@ def write_crops(ds: schema.DatasetPaths, objects: dict) -> list[str]:  # type: i
             for name in names:
                 Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(d / name)
             (d / "views.json").write_text("{}")
-            records.append(schema.CropRecord(scene=scene, object_id=oid, class_name=cls, crop=f"{oid}/crop.png",
+            records.append(CropRecord(scene=scene, object_id=oid, class_name=cls, crop=f"{oid}/crop.png",
                                              context=f"{oid}/context.png", frames=[f"{oid}/frame_0.jpg", f"{oid}/frame_1.jpg"],
                                              views=f"{oid}/views.json", sha256=f"{oid:064x}"))
-        schema.write_crop_index(schema.CropIndex(scene=scene, condition="baseline", k=3, min_pixels=50, pad=0.25, size=32,
+        write_crop_index(CropIndex(scene=scene, condition="baseline", k=3, min_pixels=50, pad=0.25, size=32,
                                                  objects=records), root / "index.json")
     return list(objects)
 
@@ -65,7 +75,7 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=1000)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-ls-"))
-    ds = schema.DatasetPaths(tmp / "datasets", "bench")
+    ds = DatasetPaths(tmp / "datasets", "bench")
     objects = sample_objects(args.objects, scenes=[f"scene_{i:02d}" for i in range(10)])
     scenes = write_crops(ds, objects)
     quiet = lambda *_: None  # noqa: E731
@@ -97,8 +107,8 @@ def main() -> None:
             ids = []
             for i in range(0, len(tasks), 250):
                 ids += ls.import_tasks(pid, tasks[i:i + 250])
-            record.seats[ls.seat.annotator] = schema.SeatTasks(project_id=pid, tasks=dict(zip(data, ids)))
-        schema.write_model(record, tasks_record(ds))
+            record.seats[ls.seat.annotator] = SeatTasks(project_id=pid, tasks=dict(zip(data, ids)))
+        write_model(record, tasks_record(ds))
 
         t0 = time.perf_counter()
         ref = [ls.export_bytes(record.seats[ls.seat.annotator].project_id) for ls in admins(ds)]
@@ -109,7 +119,7 @@ def main() -> None:
         t0 = time.perf_counter()
         again = pull(ds, scenes)
         t_again = time.perf_counter() - t0
-        labels = schema.read_labels(ds.labels / "labels.parquet")
+        labels = read_labels(ds.labels / "labels.parquet")
         names = {s: {oid: cls for oid, (cls, _) in objs.items()} for s, objs in objects.items()}
         t0 = time.perf_counter()
         gts, corrections = aggregate_dataset_with_report(labels, names)

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 
 def points(a: Any, path: str, field: str, allow_empty: bool = False) -> np.ndarray:

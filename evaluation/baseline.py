@@ -13,9 +13,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
 from evaluation.layout import read_class_map
-from tiermap import atomic, schema
+from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
+from tiermap import atomic
+from tiermap.formats.base import SchemaError, read_json
+from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.openlex3d import read_prompt_list, read_query_mapping
+from tiermap.formats.predictions import write_predictions, write_text_features
+from tiermap.formats.sequence import read_camera, read_traj
 
 FUSE_VOXEL = 0.02
 ORACLE_NOTE = "oracle captions: each object is captioned with its GT class name (an upper bound on the language side)"
@@ -27,8 +32,8 @@ def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> 
     Points are merged per object on a `voxel` grid (mean position and colour). The best view of an object is the frame
     where it covers the most pixels: (frame index, pixel count).
     """
-    cam = schema.read_camera(sequence / "camera_params.json")
-    poses = schema.read_traj(sequence / "traj.txt")
+    cam = read_camera(sequence / "camera_params.json")
+    poses = read_traj(sequence / "traj.txt")
     K_inv = np.linalg.inv(cam.K())
     v, u = np.mgrid[0:cam.h, 0:cam.w]
     rays = (np.stack([u.ravel(), v.ravel(), np.ones(u.size)], 1) @ K_inv.T).astype(np.float32)
@@ -39,7 +44,7 @@ def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> 
         depth_path = sequence / "results" / f"depth{f:06d}.png"
         for p in (inst_path, depth_path):
             if not p.is_file():
-                raise schema.SchemaError(p, "<file>", f"frame {f} of the sequence (traj.txt has {len(poses)} poses)")
+                raise SchemaError(p, "<file>", f"frame {f} of the sequence (traj.txt has {len(poses)} poses)")
         inst = np.asarray(Image.open(inst_path)).ravel().astype(np.int64)
         depth = np.asarray(Image.open(depth_path)).ravel().astype(np.float32) / cam.depth_scale
         rgb = np.asarray(Image.open(_rgb_path(sequence, f)).convert("RGB")).reshape(-1, 3)
@@ -54,7 +59,7 @@ def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> 
             if c > best.get(i, (-1, 0))[1]:
                 best[i] = (f, c)
     if not pts or not sum(len(p) for p in pts):
-        raise schema.SchemaError(sequence / "instance", "<pixels>", "frames with labelled pixels (instance id > 0)")
+        raise SchemaError(sequence / "instance", "<pixels>", "frames with labelled pixels (instance id > 0)")
     P, I, C = np.concatenate(pts), np.concatenate(ids), np.concatenate(cols).astype(np.float64)
     key = np.concatenate([np.floor(P / voxel).astype(np.int64), I[:, None]], axis=1)
     _, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
@@ -70,7 +75,7 @@ def _rgb_path(sequence: Path, f: int) -> Path:
         p = sequence / "results" / f"frame{f:06d}.{ext}"
         if p.is_file():
             return p
-    raise schema.SchemaError(sequence / "results" / f"frame{f:06d}.png", "<file>", f"the RGB image of frame {f}")
+    raise SchemaError(sequence / "results" / f"frame{f:06d}.png", "<file>", f"the RGB image of frame {f}")
 
 
 def crop(sequence: Path, frame: int, object_id: int, pad: int = 8) -> bytes:
@@ -100,7 +105,7 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
             continue
         ans = ask_image(client, model, crop(sequence, frame, oid), "Name the main object in this image in 1-4 words, as a person would call it.", Caption)
         if not ans.caption.strip():
-            raise schema.SchemaError(f"gemini:{model}", f"object {oid}", "a non-empty caption", ans.caption)
+            raise SchemaError(f"gemini:{model}", f"object {oid}", "a non-empty caption", ans.caption)
         done[oid] = ans.caption.strip().lower()
         atomic.write_text(cache, json.dumps({str(k): v for k, v in sorted(done.items())}, indent=1))
     return {oid: done[oid] for oid in best}
@@ -109,7 +114,7 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
 def benchbot_results(gt_path: Path, objects: list[int], points: np.ndarray, ids: np.ndarray, emb: np.ndarray,
                      enc: TextEncoder, temperature: float = 0.05) -> dict:
     """The baseline as a BenchBot object map: each object's axis-aligned box, class probabilities from caption similarity."""
-    gt = schema.read_benchbot_gt(gt_path)
+    gt = read_benchbot_gt(gt_path)
     classes = gt.ground_truth.class_list
     named = [c for c in classes if c != "background"]
     logits = emb @ enc(named).T / temperature
@@ -140,35 +145,35 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
                      queries: list[Path] | None = None, stride: int = 2, gemini_model: str = "gemini-2.5-flash") -> dict:
     """Write the baseline's predictions (and text_features.npz for the prompts and queries) into `out`."""
     if captions not in {"oracle", "gemini"}:
-        raise schema.SchemaError("--captions", captions, "oracle or gemini")
+        raise SchemaError("--captions", captions, "oracle or gemini")
     points, ids, colors, best = fuse_objects(sequence, stride)
     objects = sorted(best)
     if captions == "oracle":
         if gt_classes is None:
-            raise schema.SchemaError("--gt-classes", "<missing>", "objects.json (the GT class names) for oracle captions")
+            raise SchemaError("--gt-classes", "<missing>", "objects.json (the GT class names) for oracle captions")
         classes = read_class_map(gt_classes)
         unknown = [o for o in objects if o not in classes]
         if unknown:
-            raise schema.SchemaError(gt_classes, "ground_truth.objects.id", "every object id seen in the sequence", unknown[:5])
+            raise SchemaError(gt_classes, "ground_truth.objects.id", "every object id seen in the sequence", unknown[:5])
         text = {o: classes[o] for o in objects}
     else:
         text = gemini_captions(sequence, best, gemini_model, out.parent / f".{out.name}.captions.json")
     enc = make_text_encoder(encoder, clip_pretrained) if isinstance(encoder, str) else encoder
     emb = enc([text[o] for o in objects])
     index = np.searchsorted(np.asarray(objects), ids)
-    schema.write_predictions(out, points, emb, index, colors)
+    write_predictions(out, points, emb, index, colors)
     info = {"method": f"caption-{captions}", "captions": captions, "encoder": getattr(enc, "name", encoder),
             "note": ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}"}
     atomic.write_text(out / "captions.json", json.dumps({str(o): text[o] for o in objects}, indent=1))
     atomic.write_text(out / "method.json", json.dumps(info, indent=1))
-    if gt_classes is not None and "ground_truth" in schema.read_json(gt_classes):
+    if gt_classes is not None and "ground_truth" in read_json(gt_classes):
         bb = benchbot_results(gt_classes, objects, points, ids, emb, enc)
         atomic.write_text(out / "benchbot_results.json", json.dumps(bb, indent=1))
-    texts: list[str] = schema.read_prompt_list(prompt_list) if prompt_list else []
+    texts: list[str] = read_prompt_list(prompt_list) if prompt_list else []
     for q in queries or []:
-        m = schema.read_query_mapping(q)
+        m = read_query_mapping(q)
         texts += [t for level in (m.level0, m.level1) if level for t in level]
     if texts:
         uniq = list(dict.fromkeys(texts))
-        schema.write_text_features(out / "text_features.npz", uniq, enc(uniq))
+        write_text_features(out / "text_features.npz", uniq, enc(uniq))
     return {**info, "objects": len(objects), "points": int(len(points))}

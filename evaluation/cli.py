@@ -9,7 +9,7 @@ import typer
 import typer.core
 from rich.console import Console
 
-from tiermap import schema
+from tiermap.formats.base import SchemaError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -70,7 +70,7 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
     """Call a library function; input errors become one red line and exit code 2."""
     try:
         return fn(*args, **kwargs)
-    except (schema.SchemaError, FileNotFoundError, ValueError) as err:
+    except (SchemaError, FileNotFoundError, ValueError) as err:
         _fail(err)
 
 
@@ -135,7 +135,7 @@ def _gt_cloud_args(gt_cloud: list[Path] | None) -> tuple[Path | None, Path | Non
     if not gt_cloud:
         return None, None
     if len(gt_cloud) > 2:
-        _fail(schema.SchemaError("--gt-cloud", "values", "one PLY/PCD file with object_id, or points.npy ids.npy", len(gt_cloud)))
+        _fail(SchemaError("--gt-cloud", "values", "one PLY/PCD file with object_id, or points.npy ids.npy", len(gt_cloud)))
     return gt_cloud[0], (gt_cloud[1] if len(gt_cloud) == 2 else None)
 
 

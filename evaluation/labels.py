@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evaluation.arrays import lookup
-from tiermap.schema import GTCategories
+from tiermap.formats.openlex3d import GTCategories
 
 CATEGORIES = ("synonyms", "depictions", "vis_sim", "clutter", "missing", "incorrect")
 """Top-N categories in the official precedence order; a point takes the first one among its N labels."""

@@ -7,7 +7,19 @@ import numpy as np
 
 from evaluation.arrays import lookup
 from evaluation.text_features import TextEncoder
-from tiermap import schema
+from tiermap.formats.base import SchemaError, read_json
+from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.openlex3d import (
+    read_gt_categories,
+    read_gt_cloud,
+    read_prompt_list,
+    read_query_mapping,
+)
+from tiermap.formats.predictions import (
+    find_prediction_cloud,
+    read_point_positions,
+    read_predictions,
+)
 
 GT_CLOUD_NAMES = ("gt_cloud.ply", "gt_cloud.pcd", "gt_points.npy")
 QUERY_FILE = "gt_categories_query_to_object_mapping_{}.json"
@@ -17,16 +29,16 @@ LEVELS = {"l0": ("level0",), "l1": ("level1",), "all": ("level0", "level1")}
 def gt_scene_folders(gt_dir: Path, scenes: list[str] | None = None) -> list[Path]:
     """Scene folders of a released GT folder (those holding gt_categories.json), optionally a chosen subset."""
     if not gt_dir.is_dir():
-        raise schema.SchemaError(gt_dir, "<folder>", "a GT folder with one sub-folder per scene")
+        raise SchemaError(gt_dir, "<folder>", "a GT folder with one sub-folder per scene")
     found = sorted(p for p in gt_dir.iterdir() if (p / "gt_categories.json").is_file())
     if scenes:
         known = {p.name: p for p in found}
         unknown = [s for s in scenes if s not in known]
         if unknown:
-            raise schema.SchemaError(gt_dir, "--scene", f"scenes of this GT folder {sorted(known)}", unknown)
+            raise SchemaError(gt_dir, "--scene", f"scenes of this GT folder {sorted(known)}", unknown)
         found = [known[s] for s in scenes]
     if not found:
-        raise schema.SchemaError(gt_dir, "gt_categories.json", "at least one scene folder with gt_categories.json")
+        raise SchemaError(gt_dir, "gt_categories.json", "at least one scene folder with gt_categories.json")
     return found
 
 
@@ -35,7 +47,7 @@ def scene_cloud(folder: Path) -> tuple[Path, Path | None]:
     for name in GT_CLOUD_NAMES:
         if (folder / name).is_file():
             return folder / name, (folder / "gt_ids.npy" if name.endswith(".npy") else None)
-    raise schema.SchemaError(folder / GT_CLOUD_NAMES[0], "<file>", f"a GT cloud ({', '.join(GT_CLOUD_NAMES)})")
+    raise SchemaError(folder / GT_CLOUD_NAMES[0], "<file>", f"a GT cloud ({', '.join(GT_CLOUD_NAMES)})")
 
 
 def _scene_inputs(predictions: Path, gt_labels: Path | None, gt_cloud: Path | None, gt_ids: Path | None,
@@ -47,11 +59,11 @@ def _scene_inputs(predictions: Path, gt_labels: Path | None, gt_cloud: Path | No
             cloud, ids = scene_cloud(folder)
             pred = predictions / folder.name
             if not pred.is_dir():
-                raise schema.SchemaError(pred, "<folder>", f"predictions for scene '{folder.name}' (one sub-folder per scene of --gt-dir)")
+                raise SchemaError(pred, "<folder>", f"predictions for scene '{folder.name}' (one sub-folder per scene of --gt-dir)")
             out.append((folder.name, folder / "gt_categories.json", cloud, ids, pred))
         return out
     if gt_cloud is None:
-        raise schema.SchemaError("<options>", "--gt-cloud", "--gt-cloud FILE (and --gt-labels), or --gt-dir DIR")
+        raise SchemaError("<options>", "--gt-cloud", "--gt-cloud FILE (and --gt-labels), or --gt-dir DIR")
     name = gt_labels.parent.name if gt_labels is not None else gt_cloud.parent.name
     return [(name, gt_labels, gt_cloud, gt_ids, predictions)]
 
@@ -64,12 +76,12 @@ def segmentation_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Pat
 
     prompt_path = prompt_list or (gt_dir / "prompt_list.txt" if gt_dir else None)
     if prompt_path is None:
-        raise schema.SchemaError("<options>", "--prompt-list", "the dataset's prompt_list.txt")
-    prompts = schema.read_prompt_list(prompt_path)
+        raise SchemaError("<options>", "--prompt-list", "the dataset's prompt_list.txt")
+    prompts = read_prompt_list(prompt_path)
     loaded = []
     for name, labels, cloud, ids, pred in _scene_inputs(predictions, gt_labels, gt_cloud, gt_ids, gt_dir, scenes):
         if labels is None:
-            raise schema.SchemaError("<options>", "--gt-labels", "the scene's gt_categories.json")
+            raise SchemaError("<options>", "--gt-labels", "the scene's gt_categories.json")
         loaded.append(load_scene(name, labels, cloud, pred, ids, visible_cloud))
     return loaded, prompts, prompt_path
 
@@ -80,41 +92,41 @@ def retrieval_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path |
     from evaluation.retrieval import RetrievalScene
 
     if level not in LEVELS:
-        raise schema.SchemaError("--level", level, "one of l0, l1, all")
+        raise SchemaError("--level", level, "one of l0, l1, all")
     out = []
     for name, labels, cloud, ids, pred_dir in _scene_inputs(predictions, gt_labels, gt_cloud, gt_ids, gt_dir, scenes):
         qpath = queries if gt_dir is None else cloud.parent / QUERY_FILE.format(level)
         if qpath is None:
-            raise schema.SchemaError("<options>", "--queries", "a query mapping file (gt_categories_query_to_object_mapping_<level>.json)")
-        mapping = schema.read_query_mapping(qpath)
+            raise SchemaError("<options>", "--queries", "a query mapping file (gt_categories_query_to_object_mapping_<level>.json)")
+        mapping = read_query_mapping(qpath)
         levels = {lv: getattr(mapping, lv) for lv in LEVELS[level] if getattr(mapping, lv) is not None}
         if not levels:
-            raise schema.SchemaError(qpath, LEVELS[level][0], f"the query level asked for by --level {level}")
-        points, obj_ids = schema.read_gt_cloud(cloud, ids)
+            raise SchemaError(qpath, LEVELS[level][0], f"the query level asked for by --level {level}")
+        points, obj_ids = read_gt_cloud(cloud, ids)
         if labels is not None:
-            known = set(schema.read_gt_categories(labels).by_id())
+            known = set(read_gt_categories(labels).by_id())
             bad = sorted({i for q in levels.values() for v in q.values() for i in v} - known)
             if bad:
-                raise schema.SchemaError(qpath, "object_ids", f"objects of {labels.name}", bad[:5])
-        pred = schema.read_predictions(pred_dir, allow_unassigned=True)
+                raise SchemaError(qpath, "object_ids", f"objects of {labels.name}", bad[:5])
+        pred = read_predictions(pred_dir, allow_unassigned=True)
         out.append(RetrievalScene(name, points, obj_ids, levels, pred.points.astype(np.float64), pred.index, pred.embeddings))
     return out
 
 
 def read_class_map(path: Path) -> dict[int, str]:
     """Object id → class name from objects.json (BenchBot GT with ids) or a plain {id: name} JSON."""
-    data = schema.read_json(path)
+    data = read_json(path)
     if isinstance(data, dict) and "ground_truth" in data:
-        gt = schema.read_benchbot_gt(path)
+        gt = read_benchbot_gt(path)
         if any(o.id is None or str(o.id).strip() == "" for o in gt.ground_truth.objects):
-            raise schema.SchemaError(path, "ground_truth.objects.id", "an id on every object (to map GT cloud ids to classes)")
+            raise SchemaError(path, "ground_truth.objects.id", "an id on every object (to map GT cloud ids to classes)")
         return {int(o.id): o.class_ for o in gt.ground_truth.objects}
     if isinstance(data, dict):
         try:
             return {int(k): str(v) for k, v in data.items()}
         except ValueError:
             pass
-    raise schema.SchemaError(path, "<root>", "objects.json in BenchBot form with ids, or a JSON object {id: class name}")
+    raise SchemaError(path, "<root>", "objects.json in BenchBot form with ids, or a JSON object {id: class name}")
 
 
 def class_labels(obj_ids: np.ndarray, class_map: dict[int, str]) -> tuple[np.ndarray, dict[int, str]]:
@@ -130,17 +142,17 @@ def class_labels(obj_ids: np.ndarray, class_map: dict[int, str]) -> tuple[np.nda
 def condition_folders(predictions: Path, conditions: list[str] | None) -> dict[str, Path]:
     """{condition: predictions folder}: the folder itself when it holds a cloud, else its sub-folders."""
     if not predictions.is_dir():
-        raise schema.SchemaError(predictions, "<folder>", "a predictions folder or one sub-folder per condition")
+        raise SchemaError(predictions, "<folder>", "a predictions folder or one sub-folder per condition")
     if (predictions / "embeddings.npy").is_file() or (predictions / "labels.npy").is_file():
         return {conditions[0] if conditions else predictions.name: predictions}
     subs = {p.name: p for p in sorted(predictions.iterdir()) if p.is_dir()}
     if conditions:
         unknown = [c for c in conditions if c not in subs]
         if unknown:
-            raise schema.SchemaError(predictions, "--condition", f"sub-folders of the predictions folder {sorted(subs)}", unknown)
+            raise SchemaError(predictions, "--condition", f"sub-folders of the predictions folder {sorted(subs)}", unknown)
         subs = {c: subs[c] for c in conditions}
     if not subs:
-        raise schema.SchemaError(predictions, "<folder>", "predictions (embeddings.npy/labels.npy) or condition sub-folders")
+        raise SchemaError(predictions, "<folder>", "predictions (embeddings.npy/labels.npy) or condition sub-folders")
     return subs
 
 
@@ -154,7 +166,7 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
     from evaluation import osma
 
     class_path = gt_classes or gt_cloud.parent / "objects.json"
-    points, obj_ids = schema.read_gt_cloud(gt_cloud, gt_ids)
+    points, obj_ids = read_gt_cloud(gt_cloud, gt_ids)
     labels, names = class_labels(obj_ids, read_class_map(class_path))
     scene = gt_cloud.parent.name
     out: dict[str, dict[str, tuple]] = {}
@@ -162,16 +174,16 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
         if not any((folder / n).is_file() for n in ("embeddings.npy", "labels.npy")) and (folder / scene).is_dir():
             folder = folder / scene  # <condition>/<scene>/ layout
         if (folder / "labels.npy").is_file():
-            cloud = schema.find_prediction_cloud(folder)
-            pred_points = schema.read_point_positions(cloud)
+            cloud = find_prediction_cloud(folder)
+            pred_points = read_point_positions(cloud)
             pred_labels = np.load(folder / "labels.npy")
             if pred_labels.shape != (len(pred_points),) or not np.issubdtype(pred_labels.dtype, np.integer):
-                raise schema.SchemaError(folder / "labels.npy", "labels", f"integer class ids, shape ({len(pred_points)},)",
+                raise SchemaError(folder / "labels.npy", "labels", f"integer class ids, shape ({len(pred_points)},)",
                                          f"{pred_labels.dtype} {pred_labels.shape}")
         else:
             if encoder is None:
-                raise schema.SchemaError(folder, "labels.npy", "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
-            pred = schema.read_predictions(folder, allow_unassigned=True)
+                raise SchemaError(folder, "labels.npy", "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
+            pred = read_predictions(folder, allow_unassigned=True)
             ids, vocab = osma.vocabulary(names, labels)
             feats = osma.class_text_features(encoder, vocab, templates)
             pred_points, pred_labels = pred.points, osma.classify(pred.embeddings, pred.index, feats, ids)
@@ -184,7 +196,7 @@ def method_info(predictions: Path) -> dict:
     """method.json written beside predictions by a method (name, note), searched in the folder and its sub-folders."""
     for p in [predictions / "method.json", *sorted(predictions.glob("*/method.json"))]:
         if p.is_file():
-            data = schema.read_json(p)
+            data = read_json(p)
             if isinstance(data, dict):
                 return {k: str(v) for k, v in data.items() if k in {"method", "note"}}
     return {}

@@ -8,8 +8,13 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from tiermap import schema
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError, read_json
+from tiermap.formats.benchbot import (
+    BenchBotGT,
+    BenchBotResults,
+    read_benchbot_gt,
+    read_benchbot_results,
+)
 
 SCORE_KEYS = ("OMQ", "avg_pairwise", "avg_label", "avg_spatial", "avg_fp_quality")
 SCD_FORMAT = "object_map_with_states"
@@ -252,14 +257,14 @@ class _GT:
 
     path: Path
     env: str
-    model: schema.BenchBotGT
+    model: BenchBotGT
     raw_objects: list[dict[str, Any]]
 
 
 def _load_gt(path: Path) -> _GT:
     """Read and validate one GT file."""
-    model = schema.read_benchbot_gt(path)
-    raw = schema.read_json(path)["ground_truth"]["objects"]
+    model = read_benchbot_gt(path)
+    raw = read_json(path)["ground_truth"]["objects"]
     return _GT(path, f"{model.environment.name}:{model.environment.variant}", model, raw)
 
 
@@ -275,7 +280,7 @@ def _gt_class_ids(gt: _GT, space: ClassSpace) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
 
-def _evaluate_file(res: schema.BenchBotResults, gts: list[_GT], path: Path | str = "<results>",
+def _evaluate_file(res: BenchBotResults, gts: list[_GT], path: Path | str = "<results>",
                   exact_float32: bool = False) -> dict[str, Any]:
     """Score one results file against its GT file(s) (two for SCD, in environment_details order)."""
     scd = res.task_details.results_format == SCD_FORMAT
@@ -323,7 +328,7 @@ def score_omq(ground_truths: list[Path], results: list[Path], *, exact_float32: 
     per_file: list[dict[str, Any]] = []
     first_format: str | None = None
     for p in map(Path, results):
-        res = schema.read_benchbot_results(p)
+        res = read_benchbot_results(p)
         fmt = res.task_details.results_format
         if first_format is not None and fmt != first_format:
             raise SchemaError(p, "task_details.results_format",

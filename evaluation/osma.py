@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from evaluation import arrays
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 METRICS = ("macc", "fmiou", "miou")
 UNCLASSIFIED = -1

@@ -14,7 +14,7 @@ import pandas as pd
 
 from evaluation.labels import CATEGORIES
 from tiermap import atomic
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 KINDS = ("segmentation", "retrieval", "omq", "osma")
 REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions"}

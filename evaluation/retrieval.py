@@ -31,7 +31,7 @@ from scipy.spatial import cKDTree
 from tqdm import tqdm
 
 from evaluation import arrays
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 # Official `opt["overlap_thresholds"]` (evaluate_queries.py); the same float expression, so 0.6 is 0.6000000000000001.
 OVERLAP_THRESHOLDS = np.append(np.arange(0.5, 0.95, 0.05), 0.25)

@@ -13,7 +13,13 @@ from evaluation.arrays import unit_rows
 from evaluation.labels import CATEGORIES, EXCLUDED_LABELS, build_label_table
 from evaluation.text_features import TextEncoder, check_texts
 from evaluation.voxel import VOXEL_SIZE, downsample_predictions
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.openlex3d import GTCategories, read_gt_categories, read_gt_cloud
+from tiermap.formats.predictions import (
+    Predictions,
+    read_point_positions,
+    read_predictions,
+)
 
 MISSING_DISTANCE = 0.05  # metres; GT points farther than this from every down-sampled prediction are "missing"
 CHUNK_ROWS = 2048
@@ -26,18 +32,18 @@ class SegmentationScene:
     name: str
     gt_points: np.ndarray
     gt_ids: np.ndarray
-    labels: schema.GTCategories
-    predictions: schema.Predictions
+    labels: GTCategories
+    predictions: Predictions
     visible_points: np.ndarray | None = None
 
 
 def load_scene(name: str, gt_labels: Path, gt_cloud: Path, predictions: Path, gt_ids: Path | None = None,
                visible_cloud: Path | None = None) -> SegmentationScene:
     """Read one scene's GT labels, GT cloud (PLY/PCD with object_id, or points.npy + ids.npy) and predictions."""
-    points, ids = schema.read_gt_cloud(gt_cloud, gt_ids)
-    visible = schema.read_point_positions(visible_cloud).astype(np.float64) if visible_cloud else None
-    return SegmentationScene(name, points, ids, schema.read_gt_categories(gt_labels),
-                             schema.read_predictions(predictions, allow_unassigned=False), visible)
+    points, ids = read_gt_cloud(gt_cloud, gt_ids)
+    visible = read_point_positions(visible_cloud).astype(np.float64) if visible_cloud else None
+    return SegmentationScene(name, points, ids, read_gt_categories(gt_labels),
+                             read_predictions(predictions, allow_unassigned=False), visible)
 
 
 def visible_ids(raw_points: np.ndarray, raw_ids: np.ndarray, visible: np.ndarray) -> np.ndarray:
@@ -55,10 +61,10 @@ def evaluate_scene(scene: SegmentationScene, prompts: list[str], prompt_feats: n
     pred = scene.predictions
     emb_path = pred.folder / "embeddings.npy"
     if prompt_feats.shape != (len(prompts), pred.embeddings.shape[1]):
-        raise schema.SchemaError(emb_path, "embeddings", f"feature dimension {prompt_feats.shape[1]} (as the text features)",
+        raise SchemaError(emb_path, "embeddings", f"feature dimension {prompt_feats.shape[1]} (as the text features)",
                                  pred.embeddings.shape[1])
     if max(top_n) > len(prompts):
-        raise schema.SchemaError("--top-n", str(max(top_n)), f"at most the number of prompts ({len(prompts)})")
+        raise SchemaError("--top-n", str(max(top_n)), f"at most the number of prompts ({len(prompts)})")
     gt_points, gt_ids = scene.gt_points, scene.gt_ids
     if scene.visible_points is not None:
         gt_ids = visible_ids(gt_points, gt_ids, scene.visible_points)
@@ -159,7 +165,7 @@ def evaluate_segmentation(scenes: list[SegmentationScene], prompts: list[str], e
     from tqdm import tqdm
 
     if definition not in {"official", "paper"}:
-        raise schema.SchemaError("--definition", definition, "'official' or 'paper'")
+        raise SchemaError("--definition", definition, "'official' or 'paper'")
     check_texts(prompts, prompt_source)
     feats = encoder(prompts)
     per_scene, extras = {}, {}

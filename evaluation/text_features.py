@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.arrays import unit_rows
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.predictions import read_text_features, write_text_features
 
 TextEncoder = Callable[[list[str]], np.ndarray]
 """Maps texts to an L2-normalised float32 (len(texts), D) array."""
@@ -19,7 +20,7 @@ def check_texts(texts: Sequence[str], source: str = "<prompts>") -> None:
     """Blank texts are an error (the official code silently encodes '' as a prompt)."""
     blank = [i for i, t in enumerate(texts) if not str(t).strip()]
     if blank:
-        raise schema.SchemaError(source, f"text {blank[0]}", "non-blank prompt/query texts", f"{len(blank)} blank")
+        raise SchemaError(source, f"text {blank[0]}", "non-blank prompt/query texts", f"{len(blank)} blank")
 
 
 class FeatureFile:
@@ -27,7 +28,7 @@ class FeatureFile:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.table = schema.read_text_features(self.path)
+        self.table = read_text_features(self.path)
         self.name = f"npz:{self.path.name}"
 
     def __call__(self, texts: list[str]) -> np.ndarray:
@@ -35,7 +36,7 @@ class FeatureFile:
         check_texts(texts, str(self.path))
         missing = [t for t in texts if t not in self.table]
         if missing:
-            raise schema.SchemaError(self.path, "texts", f"a feature for every prompt/query ({len(missing)} missing)", missing[:3])
+            raise SchemaError(self.path, "texts", f"a feature for every prompt/query ({len(missing)} missing)", missing[:3])
         if not texts:
             return np.zeros((0, len(next(iter(self.table.values())))), np.float32)
         return unit_rows(np.stack([self.table[t] for t in texts]))
@@ -78,7 +79,7 @@ class ClipEncoder:
         try:
             model, _, _ = open_clip.create_model_and_transforms(self.model_name, pretrained=self.pretrained)
         except RuntimeError as err:
-            raise schema.SchemaError("--clip-pretrained", str(self.pretrained), "a local checkpoint file or weights that are already "
+            raise SchemaError("--clip-pretrained", str(self.pretrained), "a local checkpoint file or weights that are already "
                                      f"cached (no download here): {str(err).splitlines()[0][:120]}") from None
         self._model = model.eval()
         self._tokenizer = open_clip.get_tokenizer(self.model_name)
@@ -103,11 +104,11 @@ class ClipEncoder:
         digest = hashlib.sha256("\n".join([self._weights_key(), *texts]).encode()).hexdigest()[:24]
         path = self.cache_dir / f"{digest}.npz"
         if path.is_file():
-            table = schema.read_text_features(path)
+            table = read_text_features(path)
             return np.stack([table[t] for t in texts]).astype(np.float32)  # stored normalised
         feats = self._encode(list(texts))
         uniq = dict(zip(texts, feats, strict=True))
-        schema.write_text_features(path, list(uniq), np.stack(list(uniq.values())))
+        write_text_features(path, list(uniq), np.stack(list(uniq.values())))
         return feats
 
 
@@ -158,4 +159,4 @@ def make_encoder(text_features: Path | None = None, clip_model: str | None = Non
         return MiniLMEncoder()
     if clip_model:
         return ClipEncoder(clip_model, clip_pretrained, progress=progress)
-    raise schema.SchemaError("<options>", "--text-features", "--text-features FILE.npz, or --clip-model M --clip-pretrained P")
+    raise SchemaError("<options>", "--text-features", "--text-features FILE.npz, or --clip-model M --clip-pretrained P")

@@ -25,11 +25,27 @@ from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
-from generation.geometry import ObjectGeometry, box_corners, object_parts, pixel_rays, ray_scene, scene_geometry
+from generation.geometry import (
+    ObjectGeometry,
+    box_corners,
+    object_parts,
+    pixel_rays,
+    ray_scene,
+    scene_geometry,
+)
 from generation.sequence import camera_from_params, make_renderer
 from generation.trajectory import STRUCTURE_CLASSES
-from tiermap import schema
 from tiermap.atomic import atomic_dir
+from tiermap.formats.base import write_model
+from tiermap.formats.crops import (
+    CloseupCamera,
+    CloseupFlag,
+    CloseupIndex,
+    CloseupObject,
+    CloseupView,
+)
+from tiermap.formats.scene import OBB, Scene, SceneObject, read_scene
+from tiermap.formats.sequence import CameraParams
 
 NEAR = 0.05  # the renderers' near plane (metres): every box corner stays beyond it
 BORDER_PENALTY = 0.75  # a view whose object mask touches the image border (object cut off) scores this much less
@@ -69,7 +85,7 @@ class CloseupParams:
                 raise ValueError(f"annotation.closeups: field {key!r}: out of range (got {getattr(p, key)!r})")
         return p
 
-    def camera(self, size: int | None = None) -> schema.CameraParams:
+    def camera(self, size: int | None = None) -> CameraParams:
         """Square pinhole camera of `size` pixels (default: the full render size) with the close-up field of view."""
         s = size or self.size
         return camera_from_params({"width": s, "height": s, "hfov_deg": self.hfov_deg})
@@ -104,7 +120,7 @@ def fill_distance(corners: np.ndarray, center: np.ndarray, rot: np.ndarray, tan_
     return np.maximum(need.max(1), (NEAR - q[..., 2]).max(1))
 
 
-def box_exit(obb: schema.OBB, dirs: np.ndarray) -> np.ndarray:
+def box_exit(obb: OBB, dirs: np.ndarray) -> np.ndarray:
     """Distance from the box centre along each unit direction (N, 3) to the box surface."""
     local = np.abs(dirs @ np.asarray(obb.R))
     half = np.asarray(obb.extent) / 2
@@ -147,7 +163,7 @@ class ObjectPlan:
 class Planner:
     """Free-space tests and id-only ray casts of a scene's candidate close-up cameras."""
 
-    def __init__(self, scene: schema.Scene, geometry: list[ObjectGeometry], cp: CloseupParams) -> None:
+    def __init__(self, scene: Scene, geometry: list[ObjectGeometry], cp: CloseupParams) -> None:
         self.scene, self.cp = scene, cp
         self.geometry = {g.id: g for g in geometry if g.id != 0}
         self.rc, self.geom_to_obj = ray_scene(geometry)
@@ -175,7 +191,7 @@ class Planner:
         own = self.geom_to_obj[np.minimum(ans["geometry_ids"].numpy().astype(np.int64), len(self.geom_to_obj) - 1)] == target
         return in_room & ~in_box & (dist >= np.where(own & (target != 0), NEAR, c))
 
-    def plan(self, o: schema.SceneObject) -> ObjectPlan:
+    def plan(self, o: SceneObject) -> ObjectPlan:
         """Place, test and score every candidate camera of one object."""
         n, center = len(self.dirs), np.asarray(o.obb.center, dtype=float)
         rot = look_at(center + self.dirs, np.broadcast_to(center, (n, 3)).copy())[:, :3, :3]
@@ -223,11 +239,11 @@ def _png(arr: np.ndarray) -> bytes:
 
 
 def write_closeups(scene_json: Path | str, condition: str, lighting: dict[str, Any], out_dir: Path | str,
-                   cp: CloseupParams | None = None, renderer_name: str = "pyrender", progress: bool | None = None) -> schema.CloseupIndex:
+                   cp: CloseupParams | None = None, renderer_name: str = "pyrender", progress: bool | None = None) -> CloseupIndex:
     """Plan, render and write the close-ups of every object of a scene under a lighting condition; return the index."""
     cp = cp or CloseupParams()
     scene_json, out_dir = Path(scene_json), Path(out_dir)
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     lights = resolve_lights(load_condition(condition, lighting), scene)
     geometry = scene_geometry(scene, scene_json.parent)
     planner = Planner(scene, geometry, cp)
@@ -252,20 +268,20 @@ def write_closeups(scene_json: Path | str, condition: str, lighting: dict[str, A
                     names = (f"rgb_{rank}.png", f"instance_{rank}.png", f"camera_{rank}.json")
                     (folder / names[0]).write_bytes(_png(rgb))
                     (folder / names[1]).write_bytes(_png(ids))
-                    schema.write_model(schema.CloseupCamera(intrinsics=camera, pose=plan.poses[i].tolist()), folder / names[2])
+                    write_model(CloseupCamera(intrinsics=camera, pose=plan.poses[i].tolist()), folder / names[2])
                     files[i] = {"rgb": f"{o.id}/{names[0]}", "instance": f"{o.id}/{names[1]}", "camera": f"{o.id}/{names[2]}", "pixels": px}
                 views = []
                 for i in range(len(plan.status)):
                     status = "chosen" if i in files else ("ok" if plan.status[i] == "ok" else str(plan.status[i]))
-                    views.append(schema.CloseupView(azimuth_deg=round(float(plan.azimuth[i]), 4), elevation_deg=round(float(plan.elevation[i]), 4),
+                    views.append(CloseupView(azimuth_deg=round(float(plan.azimuth[i]), 4), elevation_deg=round(float(plan.elevation[i]), 4),
                                                     distance=round(float(plan.distance[i]), 4), score_pixels=int(plan.score_pixels[i]),
                                                     visible_fraction=round(float(plan.visible_fraction[i]), 4), status=status, **files.get(i, {})))
-                entries.append(schema.CloseupObject(object_id=o.id, class_name=o.class_name, views=views))
+                entries.append(CloseupObject(object_id=o.id, class_name=o.class_name, views=views))
                 if not files:
-                    flagged.append(schema.CloseupFlag(object_id=o.id, reason=_flag_reason(plan, o.id in planner.geometry)))
-            index = schema.CloseupIndex(scene=scene.name, condition=condition, renderer=renderer.name, size=cp.size, hfov_deg=cp.hfov_deg,
+                    flagged.append(CloseupFlag(object_id=o.id, reason=_flag_reason(plan, o.id in planner.geometry)))
+            index = CloseupIndex(scene=scene.name, condition=condition, renderer=renderer.name, size=cp.size, hfov_deg=cp.hfov_deg,
                                         fill=cp.fill, score_size=cp.score_size, objects=entries, flagged=flagged)
-            schema.write_model(index, tmp / "index.json")
+            write_model(index, tmp / "index.json")
     finally:
         renderer.close()
     return index

@@ -6,7 +6,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from tiermap.schema import Light, Scene
+from tiermap.formats.scene import Scene
+from tiermap.formats.sequence import Light
 
 
 class LightSpec(BaseModel):

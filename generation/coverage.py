@@ -8,9 +8,22 @@ import open3d as o3d
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from generation.geometry import ObjectGeometry, at_samples, procedural_geometry, ray_scene, sample_triangles
-from generation.trajectory import STRUCTURE_CLASSES, cells_to_xy, floor_z, join, walk_graph
-from tiermap.schema import Coverage, Scene
+from generation.geometry import (
+    ObjectGeometry,
+    at_samples,
+    procedural_geometry,
+    ray_scene,
+    sample_triangles,
+)
+from generation.trajectory import (
+    STRUCTURE_CLASSES,
+    cells_to_xy,
+    floor_z,
+    join,
+    walk_graph,
+)
+from tiermap.formats.scene import Scene
+from tiermap.formats.sequence import Coverage
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tiermap import schema
-from tiermap.schema import OBB, Scene, SceneMesh, SceneObject
+from tiermap.formats.scene import OBB, Scene, SceneMesh, SceneObject, read_scene_mesh
+from tiermap.formats.sequence import CameraParams
 
 _UNIT_CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
 # Each face as a quad of 4 corners (for per-face texture coordinates): -x, +x, -y, +y, -z, +z.
@@ -99,7 +99,7 @@ def scene_geometry(scene: Scene, scene_dir: Path | str) -> list[ObjectGeometry]:
         raise RuntimeError(f"scene {scene.name!r} lives in habitat's files ({scene.habitat_scene}): render it with --renderer habitat")
     if scene.geometry is None:
         return [procedural_geometry(o) for o in scene.objects]
-    return split_by_object(schema.read_scene_mesh(Path(scene_dir) / scene.geometry))
+    return split_by_object(read_scene_mesh(Path(scene_dir) / scene.geometry))
 
 
 def split_by_object(mesh: SceneMesh) -> list[ObjectGeometry]:
@@ -164,7 +164,7 @@ def ray_scene(geometry: list[ObjectGeometry]):  # type: ignore[no-untyped-def]
     return rc, np.asarray([g.id for g in geometry] + [0], dtype=np.int64)
 
 
-def pixel_rays(camera: schema.CameraParams) -> np.ndarray:
+def pixel_rays(camera: CameraParams) -> np.ndarray:
     """Camera-axis ray directions (h, w, 3) through pixel centres, as the renderers cast them."""
     K = camera.K()
     u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tiermap.schema import OBB, CameraParams, Lexicon, Light, Room, Scene, SceneObject
+from tiermap.formats.scene import OBB, Lexicon, Room, Scene, SceneObject
+from tiermap.formats.sequence import CameraParams, Light
 
 INSTALL_HINT = ("habitat-sim is not installed (it has no wheels for this Python/CPU machine): on a GPU workstation run "
                 "`conda install habitat-sim withbullet -c conda-forge -c aihabitat`, or use --renderer pyrender")

@@ -6,8 +6,19 @@ from pathlib import Path
 import numpy as np
 
 from generation.geometry import split_by_object
-from tiermap import schema
-from tiermap.schema import OBB, Appearance, Lexicon, Room, Scene, SceneMesh, SceneObject
+from generation.mesh_io import read_mesh_gltf, read_mesh_ply
+from tiermap.formats.base import SchemaError
+from tiermap.formats.scene import (
+    OBB,
+    SCENE_MESH,
+    Appearance,
+    Lexicon,
+    Room,
+    Scene,
+    SceneMesh,
+    SceneObject,
+)
+from tiermap.formats.sources import read_class_map, read_replica_info
 
 MESH_SUFFIXES = (".ply", ".glb", ".gltf")
 
@@ -50,7 +61,7 @@ def scene_from_mesh(name: str, mesh: SceneMesh, classes: dict[int, str], source:
         raise ValueError(f"scene {name!r}: every face has object id 0 (an unlabelled mesh): give faces or vertices object ids")
     lo, hi = mesh.vertices.min(0), mesh.vertices.max(0)
     room = Room(name="room0", kind="mesh", min=[round(float(x), 4) for x in lo], max=[round(float(x), 4) for x in hi])
-    return Scene(name=name, source=source, seed=seed, geometry=schema.SCENE_MESH, rooms=[room], objects=objects)  # type: ignore[arg-type]
+    return Scene(name=name, source=source, seed=seed, geometry=SCENE_MESH, rooms=[room], objects=objects)  # type: ignore[arg-type]
 
 
 def to_z_up(mesh: SceneMesh, up: str) -> SceneMesh:
@@ -80,8 +91,8 @@ def find_replica_files(path: Path) -> tuple[Path, Path]:
 def replica_scene(name: str, path: Path, seed: int = 0) -> tuple[Scene, SceneMesh]:
     """A Replica scene: faces keep their object_id if info_semantic.json lists it (else 0, as OpenLex3D's loader)."""
     ply, info_path = find_replica_files(path)
-    mesh = schema.read_mesh_ply(ply)
-    info = schema.read_replica_info(info_path)
+    mesh = read_mesh_ply(ply)
+    info = read_replica_info(info_path)
     class_names = {c.id: c.name for c in info.classes}
     classes: dict[int, str] = {}
     for o in info.objects:
@@ -91,7 +102,7 @@ def replica_scene(name: str, path: Path, seed: int = 0) -> tuple[Scene, SceneMes
     mesh.object_ids = np.where(np.isin(mesh.object_ids, list(classes)), mesh.object_ids, 0)
     bad = mesh.object_ids > 65535
     if bad.any():
-        raise schema.SchemaError(info_path, "objects[].id", "object ids ≤ 65535 (uint16 instance images)", int(mesh.object_ids[bad][0]))
+        raise SchemaError(info_path, "objects[].id", "object ids ≤ 65535 (uint16 instance images)", int(mesh.object_ids[bad][0]))
     return scene_from_mesh(name, mesh, classes, "replica", seed), mesh
 
 
@@ -113,17 +124,17 @@ def generic_mesh_scene(name: str, path: Path, seed: int = 0, classes_path: Path 
     if suffix not in MESH_SUFFIXES:
         raise ValueError(f"{path}: unsupported mesh format {suffix or '(none)'!r}: expected one of {', '.join(MESH_SUFFIXES)}")
     if suffix == ".ply":
-        mesh = to_z_up(schema.read_mesh_ply(path), up or "z")
+        mesh = to_z_up(read_mesh_ply(path), up or "z")
     else:
-        mesh = to_z_up(schema.read_mesh_gltf(path), up or "y")  # glTF is y-up by specification
+        mesh = to_z_up(read_mesh_gltf(path), up or "y")  # glTF is y-up by specification
     classes_path = Path(classes_path) if classes_path else default_class_map(path)
     if not classes_path.is_file():
         raise FileNotFoundError(f"{classes_path}: missing class map for {path.name}, expected JSON {{\"<object id>\": \"class name\"}} (pass --classes)")
-    classes = schema.read_class_map(classes_path)
+    classes = read_class_map(classes_path)
     used = set(np.unique(mesh.object_ids).tolist()) - {0}
     missing = sorted(used - set(classes))
     if missing:
-        raise schema.SchemaError(classes_path, str(missing[0]), f"a class name for every object id of {path.name} (missing: {missing[:10]})")
+        raise SchemaError(classes_path, str(missing[0]), f"a class name for every object id of {path.name} (missing: {missing[:10]})")
     if any(i > 65535 or i < 0 for i in used):
-        raise schema.SchemaError(path, "object_id", "ids in 0..65535 (uint16 instance images)", max(used))
+        raise SchemaError(path, "object_id", "ids in 0..65535 (uint16 instance images)", max(used))
     return scene_from_mesh(name, mesh, classes, "mesh", seed), mesh

@@ -4,11 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull
 from PIL import Image, ImageDraw
+from scipy.spatial import ConvexHull
 
 from generation.geometry import box_corners
-from tiermap import schema
+from tiermap.formats.scene import Scene
 
 
 def contact_sheet(sequence_dirs: dict[str, Path], out: Path, n_frames: int = 4, thumb_w: int = 240) -> Path:
@@ -34,7 +34,7 @@ def contact_sheet(sequence_dirs: dict[str, Path], out: Path, n_frames: int = 4, 
     return out
 
 
-def topdown_map(scene: schema.Scene, traj: np.ndarray, out: Path) -> Path:
+def topdown_map(scene: Scene, traj: np.ndarray, out: Path) -> Path:
     """Top-down PNG: object footprints (oriented boxes) with class names, and the camera path."""
     import matplotlib
 

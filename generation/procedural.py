@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from generation.library import LIBRARY, MOTIFS, PATTERNS, ROOM_KINDS, WORDS, Kind
-from tiermap.schema import OBB, Appearance, Lexicon, Room, Scene, SceneObject
+from tiermap.formats.scene import OBB, Appearance, Lexicon, Room, Scene, SceneObject
 
 ROOM_SIZES = {"living room": (5.0, 4.0), "bedroom": (4.0, 3.6), "office": (4.0, 3.6), "kitchen": (4.0, 3.2), "meeting room": (5.0, 4.0)}
 HEIGHT, WALL_T, DOOR_W = 2.6, 0.05, 1.0

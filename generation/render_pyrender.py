@@ -11,7 +11,7 @@ import numpy as np
 
 from generation.geometry import ObjectGeometry
 from generation.render_raycast import RaycastRenderer
-from tiermap.schema import CameraParams, Light
+from tiermap.formats.sequence import CameraParams, Light
 
 # pyrender's point/spot intensities are in candela: scale ours (unit radiance at 1 m) to a similar exposure.
 CANDELA_PER_UNIT = 6.0

@@ -9,7 +9,7 @@ import numpy as np
 import open3d as o3d
 
 from generation.geometry import ObjectGeometry, pixel_rays, ray_scene
-from tiermap.schema import CameraParams, Light
+from tiermap.formats.sequence import CameraParams, Light
 
 
 class RaycastRenderer:

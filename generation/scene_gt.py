@@ -7,7 +7,17 @@ import numpy as np
 from PIL import Image
 
 from generation.geometry import box_corners, sample_surface, scene_geometry
-from tiermap import atomic, schema
+from tiermap import atomic
+from tiermap.formats.base import dump_json, write_model
+from tiermap.formats.benchbot import (
+    BBEnvironment,
+    BBFormat,
+    BBGroundTruth,
+    BBObject,
+    BenchBotGT,
+)
+from tiermap.formats.openlex3d import write_gt_cloud
+from tiermap.formats.scene import Scene, read_scene
 
 GT_CLOUD = "gt_cloud.ply"
 
@@ -30,28 +40,28 @@ def visibility(sequence_dir: Path, min_pixels: int) -> dict[int, dict[str, int]]
     return {i: {"pixels": pixels[i], "frames": seen.get(i, 0)} for i in sorted(pixels)}
 
 
-def benchbot_gt(scene: schema.Scene, env_variant: int = 1) -> schema.BenchBotGT:
+def benchbot_gt(scene: Scene, env_variant: int = 1) -> BenchBotGT:
     """objects.json in BenchBot ground-truth form (axis-aligned centroid/extent plus the oriented box)."""
     objs = []
     for o in scene.objects:
         c = box_corners(o.obb)
         lo, hi = c.min(0), c.max(0)
-        objs.append(schema.BBObject(class_=o.class_name, id=o.id, ID_name=f"{o.class_name.replace(' ', '_')}_{o.id}",
+        objs.append(BBObject(class_=o.class_name, id=o.id, ID_name=f"{o.class_name.replace(' ', '_')}_{o.id}",
                                     centroid=((lo + hi) / 2).round(4).tolist(), extent=(hi - lo).round(4).tolist(), obb=o.obb))
     classes = sorted({o.class_name for o in scene.objects}) + ["background"]
-    return schema.BenchBotGT(
-        environment=schema.BBEnvironment(name=scene.name, variant=env_variant),
-        format=schema.BBFormat(name="object_map_ground_truth"),
-        ground_truth=schema.BBGroundTruth(class_list=classes, synonyms={"bg": "background", "none": "background"}, objects=objs))
+    return BenchBotGT(
+        environment=BBEnvironment(name=scene.name, variant=env_variant),
+        format=BBFormat(name="object_map_ground_truth"),
+        ground_truth=BBGroundTruth(class_list=classes, synonyms={"bg": "background", "none": "background"}, objects=objs))
 
 
 def build_scene_gt(scene_json: Path, reference_sequence: Path, out_dir: Path, density: float, min_pixels: int) -> dict[str, int]:
     """Write gt_cloud.ply, objects.json and visibility.json for one scene; return counts."""
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     points, ids, colors = sample_surface(scene_geometry(scene, scene_json.parent), density=density, seed=scene.seed)
     vis = visibility(reference_sequence, min_pixels)
     out_dir.mkdir(parents=True, exist_ok=True)
-    schema.write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors)
-    schema.write_model(benchbot_gt(scene), out_dir / "objects.json")
-    atomic.write_text(out_dir / "visibility.json", schema.dump_json({str(k): v for k, v in vis.items()}))
+    write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors)
+    write_model(benchbot_gt(scene), out_dir / "objects.json")
+    atomic.write_text(out_dir / "visibility.json", dump_json({str(k): v for k, v in vis.items()}))
     return {"points": len(points), "objects": len(scene.objects), "visible": sum(v["frames"] > 0 for v in vis.values())}

@@ -12,15 +12,17 @@ from generation.conditions import load_condition, resolve_lights
 from generation.coverage import View, plan_coverage, sequence_coverage
 from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
 from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smooth
-from tiermap import schema
 from tiermap.atomic import atomic_dir
+from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.scene import Scene, read_scene
+from tiermap.formats.sequence import CameraParams, SequenceMeta, Speed, write_traj
 
 
-def camera_from_params(render: dict[str, Any]) -> schema.CameraParams:
+def camera_from_params(render: dict[str, Any]) -> CameraParams:
     """Intrinsics from the render block (horizontal field of view in degrees, centred principal point)."""
     w, h = int(render["width"]), int(render["height"])
     f = (w / 2) / np.tan(np.radians(float(render.get("hfov_deg", 90))) / 2)
-    return schema.CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
+    return CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
 
 
 def view_from_params(params: dict[str, Any]) -> View:
@@ -32,7 +34,7 @@ def view_from_params(params: dict[str, Any]) -> View:
                 min_visible_samples=int(traj.get("min_visible_samples", 3)), min_solid_angle=float(traj.get("min_solid_angle", 0.003)))
 
 
-def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float, geometry: list[ObjectGeometry] | None = None) -> np.ndarray:
+def scene_poses(scene: Scene, params: dict[str, Any], speed_factor: float, geometry: list[ObjectGeometry] | None = None) -> np.ndarray:
     """Poses shared by every condition of a scene: same seed, same path; speed scales the sampling.
 
     Mesh scenes find free space from their surface points; procedural scenes from their object boxes. The coverage
@@ -52,7 +54,7 @@ def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float
     elif planner == "random":
         raw = plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles)
     else:
-        raise schema.SchemaError("params.yaml", "trajectory.planner", "one of coverage, random", planner)
+        raise SchemaError("params.yaml", "trajectory.planner", "one of coverage, random", planner)
     return sample_poses(smooth(raw), linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
                         fps=float(traj["fps"]), height=floor_z(scene) + float(traj["camera_height"]), turns=turns)
 
@@ -60,7 +62,7 @@ def scene_poses(scene: schema.Scene, params: dict[str, Any], speed_factor: float
 RENDERERS = ("pyrender", "raycast", "habitat")
 
 
-def make_renderer(name: str, geometry: list[ObjectGeometry], camera: schema.CameraParams):  # type: ignore[no-untyped-def]
+def make_renderer(name: str, geometry: list[ObjectGeometry], camera: CameraParams):  # type: ignore[no-untyped-def]
     """Renderer by name: pyrender (default, Mesa EGL), raycast (Open3D only), habitat (GPU workstations)."""
     if name == "pyrender":
         from generation.render_pyrender import PyrenderRenderer
@@ -80,9 +82,9 @@ def make_renderer(name: str, geometry: list[ObjectGeometry], camera: schema.Came
 
 
 def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], out_dir: Path, max_frames: int | None = None,
-                    renderer_name: str | None = None) -> schema.SequenceMeta:
+                    renderer_name: str | None = None) -> SequenceMeta:
     """Render the condition's sequence of a scene into out_dir (written to a temp folder, renamed at the end)."""
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     cond = load_condition(condition, params["lighting"])
     lights = resolve_lights(cond, scene)
     camera = camera_from_params(params["render"])
@@ -116,19 +118,19 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
             Image.fromarray(ids).save(tmp / "instance" / f"{i:06d}.png")
             u, c = np.unique(ids, return_counts=True)
             seen.update(u[c >= min_pixels].tolist())
-        schema.write_traj(tmp / "traj.txt", poses)
-        schema.write_model(camera, tmp / "camera_params.json")
+        write_traj(tmp / "traj.txt", poses)
+        write_model(camera, tmp / "camera_params.json")
         traj = params["trajectory"]
-        meta = schema.SequenceMeta(
+        meta = SequenceMeta(
             scene=scene.name, condition=condition, lights=lights,
-            speed=schema.Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
+            speed=Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
             fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n,
             coverage=sequence_coverage(scene, poses[:, :3, 3], seen, min_pixels))
-        schema.write_model(meta, tmp / "meta.json")
+        write_model(meta, tmp / "meta.json")
     renderer.close()
     return meta
 
 
-def read_depth(path: Path, camera: schema.CameraParams) -> np.ndarray:
+def read_depth(path: Path, camera: CameraParams) -> np.ndarray:
     """Depth PNG → metres."""
     return np.asarray(Image.open(path), dtype=np.float64) / camera.depth_scale

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiermap import schema
+from tiermap.formats.scene import SCENE_SOURCES, Scene, SceneMesh
 
-SOURCES = schema.SCENE_SOURCES
+SOURCES = SCENE_SOURCES
 
 
 def build_scene(name: str, source: str, seed: int = 0, input_path: Path | str | None = None, rooms: list[str] | None = None,
-                classes: Path | str | None = None, up: str | None = None) -> tuple[schema.Scene, schema.SceneMesh | None]:
+                classes: Path | str | None = None, up: str | None = None) -> tuple[Scene, SceneMesh | None]:
     """The scene and, for mesh sources, its normalised labelled mesh (written beside scene.json as mesh.ply)."""
     if source not in SOURCES:
         raise ValueError(f"unknown scene source {source!r}: expected one of {', '.join(SOURCES)}")

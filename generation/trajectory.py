@@ -4,7 +4,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from tiermap.schema import Scene
+from tiermap.formats.scene import Scene
 
 STRUCTURE_CLASSES = {"floor", "ceiling", "wall"}
 FLOORS = {"floor", "ceiling"}

@@ -5,15 +5,14 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
-
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
 
-from tiermap import schema
-from tiermap.demo import label_with_simulated_annotators
+from tiermap.app.demo import label_with_simulated_annotators
+from tiermap.formats.layout import DatasetPaths
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -66,12 +65,12 @@ def init_pipeline_repo(path: Path, params: dict) -> Path:
 
 
 @pytest.fixture(scope="session")
-def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPaths:
+def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> DatasetPaths:
     """A dataset with one rendered scene (reference condition only), its scene GT, close-ups and crops; copy before changing it."""
-    from tiermap import stages
+    from tiermap.app import stages
 
     p = small_params(["baseline"])
-    ds = schema.DatasetPaths(tmp_path_factory.mktemp("crops") / "datasets", "demo")
+    ds = DatasetPaths(tmp_path_factory.mktemp("crops") / "datasets", "demo")
     stages.make_scene(ds, "room0", p)
     stages.make_sequence(ds, "room0", "baseline", p)
     stages.make_scene_gt(ds, "room0", p, out=stages.build_dir(ds, "room0"))
@@ -81,12 +80,12 @@ def crops_dataset(tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPat
 
 
 @pytest.fixture(scope="session")
-def seated_dataset(crops_dataset: schema.DatasetPaths, tmp_path_factory: pytest.TempPathFactory) -> schema.DatasetPaths:
+def seated_dataset(crops_dataset: DatasetPaths, tmp_path_factory: pytest.TempPathFactory) -> DatasetPaths:
     """The crops dataset plus two simulated annotators' Label Studio seats (servers stopped); copy before use."""
     from annotation import ls_server
     from annotation.annotators import ensure_simulated
 
-    ds = schema.DatasetPaths(tmp_path_factory.mktemp("seated") / "datasets", "demo")
+    ds = DatasetPaths(tmp_path_factory.mktemp("seated") / "datasets", "demo")
     shutil.copytree(crops_dataset.dir, ds.dir)
     try:
         ensure_simulated(ds, 2, log=lambda *_: None)
@@ -96,11 +95,11 @@ def seated_dataset(crops_dataset: schema.DatasetPaths, tmp_path_factory: pytest.
 
 
 @pytest.fixture
-def ls_dataset(seated_dataset: schema.DatasetPaths, tmp_path: Path) -> Iterator[schema.DatasetPaths]:
+def ls_dataset(seated_dataset: DatasetPaths, tmp_path: Path) -> Iterator[DatasetPaths]:
     """A private copy of the seated dataset with its seats' servers running (stopped afterwards)."""
     from annotation import ls_server
 
-    ds = schema.DatasetPaths(tmp_path / "datasets", "demo")
+    ds = DatasetPaths(tmp_path / "datasets", "demo")
     shutil.copytree(seated_dataset.dir, ds.dir)
     ls_server.start(ds, log=lambda *_: None)
     yield ds
@@ -114,7 +113,7 @@ def built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dvc = str(BIN / "dvc")
     run([dvc, "repro", "sequence", "scene_gt"], repo)
     # Real Label Studio with 4 simulated annotators, exactly as `make demo` labels the dataset.
-    label_with_simulated_annotators(repo, schema.DatasetPaths(repo / "datasets", "demo"), ["room0"], 4)
+    label_with_simulated_annotators(repo, DatasetPaths(repo / "datasets", "demo"), ["room0"], 4)
     run([dvc, "repro"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-q", "-m", "pipeline"], repo)

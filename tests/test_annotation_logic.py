@@ -9,14 +9,39 @@ import pandas as pd
 import pytest
 from scipy.spatial.transform import Rotation
 
-from annotation.aggregate import aggregate_dataset, aggregate_dataset_with_report, aggregate_scene, synonym_keys
-from annotation.clutter import box_iou, boxes_from_cloud, boxes_overlap, clutter_pairs, clutter_pairs_exact
-from annotation.noise import (SAMPLE_LEXICONS, NoiseProfile, answer_rng, make_typo, sample_objects, simulate_answers,
-                              simulate_export)
+from annotation.aggregate import (
+    aggregate_dataset,
+    aggregate_dataset_with_report,
+    aggregate_scene,
+    synonym_keys,
+)
+from annotation.clutter import (
+    box_iou,
+    boxes_from_cloud,
+    boxes_overlap,
+    clutter_pairs,
+    clutter_pairs_exact,
+)
+from annotation.noise import (
+    SAMPLE_LEXICONS,
+    NoiseProfile,
+    answer_rng,
+    make_typo,
+    sample_objects,
+    simulate_answers,
+    simulate_export,
+)
 from annotation.normalise import normalise_label, normalise_series
-from annotation.spelling import correct_labels, damerau_levenshtein, is_variant, spelling_corrections
+from annotation.spelling import (
+    correct_labels,
+    damerau_levenshtein,
+    is_variant,
+    spelling_corrections,
+)
 from annotation.tidy import tidy_export
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.labels import LABEL_COLUMNS, validate_labels_frame
+from tiermap.formats.labelstudio import read_ls_export
 
 EYE = np.eye(3)
 
@@ -56,9 +81,9 @@ def test_tidy_export_exact_rows() -> None:
         ("room0", 3, "user2", "vis_sim", "bench", "bench"),
         ("room0", 3, "user2", "vis_sim", "arm chair", "Arm  Chair"),
         ("room0", 3, "ann@example.com", "synonyms", "sofa", "sofa"),  # "SOFA." is the same label again: kept once
-    ], columns=list(schema.LABEL_COLUMNS)).assign(annotation_id=1, created_at="2025-01-01T00:00:00Z", updated_at="")
-    pd.testing.assert_frame_equal(labels, schema.validate_labels_frame(expected))  # provenance: annotation id and times
-    assert flagged.empty and list(flagged.columns) == [*schema.LABEL_COLUMNS, "reason"]
+    ], columns=list(LABEL_COLUMNS)).assign(annotation_id=1, created_at="2025-01-01T00:00:00Z", updated_at="")
+    pd.testing.assert_frame_equal(labels, validate_labels_frame(expected))  # provenance: annotation id and times
+    assert flagged.empty and list(flagged.columns) == [*LABEL_COLUMNS, "reason"]
 
 
 def test_tidy_export_flags_invalid_labels() -> None:
@@ -103,7 +128,7 @@ def _mutate(path: list, value: object, delete: bool = False) -> list:
     (_mutate([2], "task"), "[2]"),
 ])
 def test_tidy_export_malformed_names_the_field(tasks: object, field: str) -> None:
-    with pytest.raises(schema.SchemaError) as err:
+    with pytest.raises(SchemaError) as err:
         tidy_export(tasks, "labels/raw/export_1.json")  # type: ignore[arg-type]
     assert err.value.field == field
     assert str(err.value).startswith(f"labels/raw/export_1.json: field '{field}': expected ")
@@ -113,12 +138,12 @@ def test_tidy_export_malformed_names_the_field(tasks: object, field: str) -> Non
 def test_read_ls_export_file(tmp_path) -> None:
     path = tmp_path / "export.json"
     path.write_text(json.dumps(EXPORT))
-    tasks = schema.read_ls_export(path)
+    tasks = read_ls_export(path)
     assert [t.data.scene for t in tasks] == ["room0", "room1", "room1"] and tasks[1].data.object_id == 7
     assert tasks[0].annotations[1].annotator == "ann@example.com" and tasks[0].data.model_extra["image"].endswith("a.png")
     path.write_text(json.dumps(_mutate([0, "annotations", 0, "result", 0, "value", "text"], 3)))
-    with pytest.raises(schema.SchemaError, match=r"export\.json: field '\[0\]\.annotations\[0\]\.result\[0\]\.value\.text'"):
-        schema.read_ls_export(path)
+    with pytest.raises(SchemaError, match=r"export\.json: field '\[0\]\.annotations\[0\]\.result\[0\]\.value\.text'"):
+        read_ls_export(path)
 
 
 def test_normalise_series_matches_normalise_label() -> None:

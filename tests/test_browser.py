@@ -11,7 +11,8 @@ import pytest
 from annotation import ls_server
 from annotation.pull import pull
 from annotation.push import push, read_tasks_record
-from tiermap import schema
+from tiermap.formats.labels import read_labels
+from tiermap.formats.layout import DatasetPaths
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[1] / ".tmp" / "test-artifacts"
@@ -70,7 +71,7 @@ def open_next_task(driver, url: str, pid: int) -> None:  # type: ignore[no-untyp
     wait_for(lambda: len(driver.find_elements(By.TAG_NAME, "textarea")) == 3)
 
 
-def test_annotator_labels_in_a_browser_and_pull_holds_exactly_that(ls_dataset: schema.DatasetPaths, browser) -> None:  # type: ignore[no-untyped-def]
+def test_annotator_labels_in_a_browser_and_pull_holds_exactly_that(ls_dataset: DatasetPaths, browser) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -100,7 +101,7 @@ def test_annotator_labels_in_a_browser_and_pull_holds_exactly_that(ls_dataset: s
     wait_for(lambda: len(read_export_annotations(ds, A1)) == 1)
 
     pull(ds, ["room0"])
-    labels = schema.read_labels(ds.labels / "labels.parquet")
+    labels = read_labels(ds.labels / "labels.parquet")
     mine = labels[labels["annotator"] == A1]
     scene, oid = key.rsplit("/", 1)
     assert set(zip(mine["scene"], mine["object_id"])) == {(scene, int(oid))}
@@ -121,7 +122,7 @@ def test_annotator_labels_in_a_browser_and_pull_holds_exactly_that(ls_dataset: s
     assert read_export_annotations(ds, A2) == []
 
 
-def read_export_annotations(ds: schema.DatasetPaths, who: str) -> list[dict]:  # type: ignore[type-arg]
+def read_export_annotations(ds: DatasetPaths, who: str) -> list[dict]:  # type: ignore[type-arg]
     """Annotations on a seat's project, read by its admin."""
     from annotation.ls_client import Admin
 

@@ -52,7 +52,7 @@ def test_pipeline_stages_find_tiermap_without_an_activated_venv(tmp_path: Path, 
     """`make demo` runs DVC from a plain shell: stage commands calling `tiermap` must still find it."""
     import pytest
 
-    from tiermap.stages import dvc
+    from tiermap.app.stages import dvc
 
     run(["git", "init", "-q"], tmp_path)
     run([str(BIN / "dvc"), "init", "-q"], tmp_path)

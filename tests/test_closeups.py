@@ -10,7 +10,15 @@ from PIL import Image
 
 from generation.closeup import CloseupParams, Planner, write_closeups
 from generation.geometry import scene_geometry
-from tiermap import schema
+from tiermap.formats.base import SchemaError, dump_json, write_model
+from tiermap.formats.crops import (
+    read_closeup_camera,
+    read_closeup_index,
+    read_crop_index,
+    read_crop_views,
+)
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.scene import Scene, SceneObject, read_scene
 
 REPO = Path(__file__).resolve().parents[1]
 EYE = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
@@ -29,13 +37,13 @@ def tiny_scene(root: Path, gap: float = 0.05) -> Path:
             box(7, "cube", (2, 2, 0.6), (0.4, 0.4, 0.4)),
             box(8, "screen", (2.2 + gap + 0.05, 2, 1.0), (0.1, 1.6, 2.0)),
             box(9, "cabinet", (0.6, 2, 0.9), (1.0, 3.0, 1.8))]
-    scene = schema.Scene.model_validate({"name": "tiny", "source": "procedural", "seed": 1, "objects": objs,
+    scene = Scene.model_validate({"name": "tiny", "source": "procedural", "seed": 1, "objects": objs,
                                          "rooms": [{"name": "r", "kind": "office", "min": [0, 0, 0], "max": [4, 4, 2.6]}]})
     root.mkdir(parents=True, exist_ok=True)
-    return schema.write_model(scene, root / "scene.json")
+    return write_model(scene, root / "scene.json")
 
 
-def inside_box(p: np.ndarray, o: schema.SceneObject) -> bool:
+def inside_box(p: np.ndarray, o: SceneObject) -> bool:
     local = (p - np.asarray(o.obb.center)) @ np.asarray(o.obb.R)
     return bool((np.abs(local) < np.asarray(o.obb.extent) / 2).all())
 
@@ -46,14 +54,14 @@ def test_occluded_candidate_rejected_and_chosen_view_unoccluded(tmp_path: Path) 
     scene_json = tiny_scene(tmp_path / "scene")
     cp = CloseupParams(size=64, score_size=32)
     idx = write_closeups(scene_json, "baseline", LIGHTING, tmp_path / "out", cp, "raycast", progress=False)
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     cube = idx.by_id()[7]
     east = [v for v in cube.views if v.azimuth_deg == 0]
     # The screen hugs the cube's east side (5 cm: no room for a camera in between): every eastern candidate is hidden.
     assert east and all(v.status == "occluded" and v.visible_fraction < cp.min_visible for v in east)
     chosen = [v for v in cube.views if v.status == "chosen"]
     assert len(chosen) == 1 and chosen[0].visible_fraction == 1.0 and chosen[0].azimuth_deg != 0
-    cam = schema.read_closeup_camera(tmp_path / "out" / str(chosen[0].camera))
+    cam = read_closeup_camera(tmp_path / "out" / str(chosen[0].camera))
     pose = np.asarray(cam.pose)
     # Exact check: the cube alone, cast from the chosen pose, covers exactly the pixels the scene's instance image gives it.
     alone = RaycastRenderer([g for g in scene_geometry(scene, scene_json.parent) if g.id == 7], cam.intrinsics)
@@ -64,7 +72,7 @@ def test_occluded_candidate_rejected_and_chosen_view_unoccluded(tmp_path: Path) 
     # No chosen camera of any object stands inside an object's box or outside the room.
     for o in idx.objects:
         for v in o.rendered():
-            eye = np.asarray(schema.read_closeup_camera(tmp_path / "out" / str(v.camera)).pose)[:3, 3]
+            eye = np.asarray(read_closeup_camera(tmp_path / "out" / str(v.camera)).pose)[:3, 3]
             assert all(not inside_box(eye, other) for other in scene.objects)
             assert ((eye > 0.1) & (eye < np.array([3.9, 3.9, 2.5]))).all()
     assert {f.object_id for f in idx.flagged} == set()
@@ -72,7 +80,7 @@ def test_occluded_candidate_rejected_and_chosen_view_unoccluded(tmp_path: Path) 
 
 def test_camera_moves_in_front_of_a_distant_blocker(tmp_path: Path) -> None:
     scene_json = tiny_scene(tmp_path / "scene", gap=0.6)  # now a camera fits between cube and screen
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     cp = CloseupParams(score_size=24)
     plan = Planner(scene, scene_geometry(scene, scene_json.parent), cp).plan(scene.object(7))
     east = (plan.azimuth == 0) & (plan.elevation == 15)
@@ -90,7 +98,7 @@ def test_closeups_are_byte_identical_on_rerun(tmp_path: Path) -> None:
     cp = CloseupParams(size=48, score_size=16, azimuths=4, elevations=(15.0, 45.0))
     a = write_closeups(scene_json, "baseline", LIGHTING, tmp_path / "a", cp, "pyrender", progress=False)
     b = write_closeups(scene_json, "baseline", LIGHTING, tmp_path / "b", cp, "pyrender", progress=False)
-    assert a == b and a == schema.read_closeup_index(tmp_path / "a" / "index.json")
+    assert a == b and a == read_closeup_index(tmp_path / "a" / "index.json")
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert len(files) > 10 and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
@@ -106,16 +114,16 @@ def test_bad_closeup_params_name_the_key() -> None:
     assert CloseupParams.from_dict({"elevations": [10, 20]}).elevations == (10.0, 20.0)
 
 
-def test_crop_alpha_is_the_closeup_instance_mask(crops_dataset: schema.DatasetPaths) -> None:
-    from tiermap.stages import closeups_dir
+def test_crop_alpha_is_the_closeup_instance_mask(crops_dataset: DatasetPaths) -> None:
+    from tiermap.app.stages import closeups_dir
 
     ds = crops_dataset
-    crops = schema.read_crop_index(ds.dir / "crops/room0/index.json")
+    crops = read_crop_index(ds.dir / "crops/room0/index.json")
     cdir = closeups_dir(ds, "room0")
-    cu = schema.read_closeup_index(cdir / "index.json").by_id()
+    cu = read_closeup_index(cdir / "index.json").by_id()
     assert crops.objects and all(r.closeup_pixels for r in crops.objects)
     for rec in crops.objects:
-        v = schema.read_crop_views(ds.dir / "crops/room0" / rec.views)
+        v = read_crop_views(ds.dir / "crops/room0" / rec.views)
         assert v.closeup is not None and v.closeup.pixels == rec.closeup_pixels == cu[rec.object_id].rendered()[0].pixels
         mask = np.asarray(Image.open(cdir / v.closeup.instance)) == rec.object_id
         assert mask.sum() == v.closeup.pixels
@@ -126,12 +134,12 @@ def test_crop_alpha_is_the_closeup_instance_mask(crops_dataset: schema.DatasetPa
         assert len(v.views) >= 1 and all((ds.dir / "crops/room0" / f).is_file() for f in rec.frames)  # sequence frames stay
 
 
-def test_crops_without_closeups_is_a_clear_error(crops_dataset: schema.DatasetPaths, tmp_path: Path) -> None:
+def test_crops_without_closeups_is_a_clear_error(crops_dataset: DatasetPaths, tmp_path: Path) -> None:
     from annotation.crops import write_crops
-    from tiermap.stages import build_dir
+    from tiermap.app.stages import build_dir
 
     ds = crops_dataset
-    with pytest.raises(schema.SchemaError, match="tiermap generate closeups"):
+    with pytest.raises(SchemaError, match="tiermap generate closeups"):
         write_crops(ds.scene_dir("room0") / "scene.json", ds.sequence_dir("room0", "baseline"), build_dir(ds, "room0") / "visibility.json",
                     tmp_path / "crops", closeup_dir=tmp_path / "nowhere")
     assert not (tmp_path / "crops").exists()
@@ -142,12 +150,12 @@ def test_demo_scene_closeups_show_every_annotated_object_large(tmp_path: Path) -
     """params.yaml as shipped (procedural room0, seed 7): every object seen in the reference sequence gets ≥ 10,000 pixels at 512 px."""
     from generation.render_raycast import RaycastRenderer
     from generation.sequence import camera_from_params, scene_poses
-    from tiermap import stages
+    from tiermap.app import stages
 
     p = yaml.safe_load((REPO / "params.yaml").read_text())
-    ds = schema.DatasetPaths(tmp_path / "datasets", "demo")
+    ds = DatasetPaths(tmp_path / "datasets", "demo")
     stages.make_scene(ds, "room0", p)
-    scene = schema.read_scene(ds.scene_dir("room0") / "scene.json")
+    scene = read_scene(ds.scene_dir("room0") / "scene.json")
     geometry = scene_geometry(scene, ds.scene_dir("room0"))
     # Before: the largest view of each object in the reference sequence (its instance images, ray cast exactly as rendered).
     seq = RaycastRenderer(geometry, camera_from_params(p["render"]))
@@ -174,7 +182,7 @@ def test_cli_generate_closeups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     from typer.testing import CliRunner
 
     from tests.conftest import small_params
-    from tiermap.cli import app
+    from tiermap.app.cli import app
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(small_params(["baseline"])))
@@ -190,7 +198,7 @@ def test_cli_generate_closeups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_open_scene_rays_that_miss_count_as_background(tmp_path: Path) -> None:
     """No ceiling and one wall missing: rays escape to the sky and the plan still scores the cube."""
     scene_json = tiny_scene(tmp_path / "scene")
-    scene = schema.read_scene(scene_json)
+    scene = read_scene(scene_json)
     scene = scene.model_copy(update={"objects": [o for o in scene.objects if o.id not in (2, 6)]})
     plan = Planner(scene, scene_geometry(scene, scene_json.parent), CloseupParams(score_size=16)).plan(scene.object(7))
     assert (plan.status == "ok").any() and plan.score_pixels.max() > 0
@@ -217,7 +225,7 @@ def test_crops_use_the_closeup_and_fall_back_to_the_sequence_for_flagged_objects
                          {"object_id": 2, "class_name": "thing2", "views": [{**{k: view[k] for k in ("azimuth_deg", "elevation_deg", "distance")},
                                                                              "score_pixels": 0, "visible_fraction": 0.0, "status": "not free"}]}],
              "flagged": [{"object_id": 2, "reason": "no viewpoint shows it"}]}
-    (cdir / "index.json").write_text(schema.dump_json(index))
+    (cdir / "index.json").write_text(dump_json(index))
     idx = fx.run(size=16, closeup_dir=cdir)
     rec = idx.by_id()
     assert rec[1].closeup_pixels == n and rec[2].closeup_pixels is None
@@ -233,5 +241,5 @@ def test_crops_use_the_closeup_and_fall_back_to_the_sequence_for_flagged_objects
     # A close-up whose instance image disagrees with index.json is a clear error.
     inst[4, 6] = 0
     Image.fromarray(inst).save(cdir / "1" / "instance_0.png")
-    with pytest.raises(schema.SchemaError, match="instance_0.png: field 'pixels'"):
+    with pytest.raises(SchemaError, match="instance_0.png: field 'pixels'"):
         fx.run(tmp_path / "again", closeup_dir=cdir)

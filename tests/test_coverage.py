@@ -15,7 +15,10 @@ from generation.sequence import render_sequence, scene_poses
 from generation.trajectory import STRUCTURE_CLASSES
 from tests.conftest import REPO
 from tests.mesh_fixtures import write_replica
-from tiermap import schema
+from tiermap.formats.base import write_model
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.scene import OBB, Scene, read_scene
+from tiermap.formats.sequence import read_meta, read_traj, write_traj
 
 
 def demo_params() -> dict:
@@ -28,27 +31,27 @@ def demo_params() -> dict:
 
 
 @pytest.fixture(scope="module")
-def demo_sequence(tmp_path_factory: pytest.TempPathFactory) -> tuple[schema.Scene, Path, dict]:
+def demo_sequence(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scene, Path, dict]:
     """The demo scene (params `scene.room0`) rendered at 64×48 along its planned path."""
     p = demo_params()
     spec = p["scene"]["room0"]
     tmp = tmp_path_factory.mktemp("demo")
     scene = generate_scene("room0", spec["seed"], spec["rooms"])
-    schema.write_model(scene, tmp / "scene.json")
+    write_model(scene, tmp / "scene.json")
     render_sequence(tmp / "scene.json", p["reference_condition"], p, tmp / "seq")
     return scene, tmp / "seq", p
 
 
 @pytest.mark.slow
-def test_demo_path_enters_every_room_and_sees_the_objects(demo_sequence: tuple[schema.Scene, Path, dict]) -> None:
+def test_demo_path_enters_every_room_and_sees_the_objects(demo_sequence: tuple[Scene, Path, dict]) -> None:
     scene, seq, p = demo_sequence
-    meta = schema.read_meta(seq / "meta.json")
+    meta = read_meta(seq / "meta.json")
     objects = {o.id for o in scene.objects if o.class_name not in STRUCTURE_CLASSES}
     seen: set[int] = set()
     for f in sorted((seq / "instance").glob("*.png")):
         ids, counts = np.unique(np.asarray(Image.open(f)), return_counts=True)
         seen |= set(ids[counts >= p["gt"]["min_pixels"]].tolist())
-    xy = schema.read_traj(seq / "traj.txt")[:, :2, 3]
+    xy = read_traj(seq / "traj.txt")[:, :2, 3]
     entered = {r.name for r in scene.rooms if ((xy >= r.min[:2]) & (xy <= r.max[:2])).all(1).any()}
     assert entered == {r.name for r in scene.rooms}
     assert len(seen & objects) / len(objects) >= 0.95, sorted(objects - seen)
@@ -59,22 +62,22 @@ def test_demo_path_enters_every_room_and_sees_the_objects(demo_sequence: tuple[s
     assert meta.frame_count <= 150 * p["trajectory"]["fps"] / 4
 
 
-def test_same_seed_same_traj(demo_sequence: tuple[schema.Scene, Path, dict], tmp_path: Path) -> None:
+def test_same_seed_same_traj(demo_sequence: tuple[Scene, Path, dict], tmp_path: Path) -> None:
     scene, seq, p = demo_sequence
     again = scene_poses(scene, p, 1.0, scene_geometry(scene, seq.parent))
-    assert schema.write_traj(tmp_path / "traj.txt", again).read_bytes() == (seq / "traj.txt").read_bytes()
+    assert write_traj(tmp_path / "traj.txt", again).read_bytes() == (seq / "traj.txt").read_bytes()
     fast = scene_poses(scene, p, 2.0, scene_geometry(scene, seq.parent))
     np.testing.assert_allclose(fast[0], again[0])  # velocity: same path, fewer frames
     assert len(fast) < len(again)
 
 
 def test_coverage_for_a_mesh_scene(tmp_path: Path) -> None:
-    from tiermap.stages import make_scene
+    from tiermap.app.stages import make_scene
 
     p = demo_params()
-    ds = schema.DatasetPaths(tmp_path / "ds", "d")
+    ds = DatasetPaths(tmp_path / "ds", "d")
     make_scene(ds, "office0", p, source="replica", seed=3, input_path=write_replica(tmp_path / "office_0"))
-    sc = schema.read_scene(ds.scene_dir("office0") / "scene.json")
+    sc = read_scene(ds.scene_dir("office0") / "scene.json")
     poses = scene_poses(sc, p, 1.0, scene_geometry(sc, ds.scene_dir("office0")))
     xy = poses[:, :2, 3]
     r = p["trajectory"]["robot_radius"]
@@ -85,7 +88,7 @@ def test_coverage_for_a_mesh_scene(tmp_path: Path) -> None:
 
 def box(oid: int, center: tuple[float, float, float], extent: tuple[float, float, float]) -> ObjectGeometry:
     """An axis-aligned box as render geometry."""
-    v, f, _ = textured_box(schema.OBB(center=list(center), extent=list(extent), R=np.eye(3).tolist()))
+    v, f, _ = textured_box(OBB(center=list(center), extent=list(extent), R=np.eye(3).tolist()))
     return ObjectGeometry(oid, v, f, np.ones((len(v), 3)))
 
 
@@ -113,10 +116,10 @@ def test_greedy_cover_and_sweep() -> None:
     assert (np.abs(np.diff(yaws)) <= np.pi / 2 + 1e-9).all()
 
 
-def test_meta_without_coverage_still_reads(demo_sequence: tuple[schema.Scene, Path, dict], tmp_path: Path) -> None:
+def test_meta_without_coverage_still_reads(demo_sequence: tuple[Scene, Path, dict], tmp_path: Path) -> None:
     import json
 
     old = json.loads((demo_sequence[1] / "meta.json").read_text())
     del old["coverage"]
     (tmp_path / "meta.json").write_text(json.dumps(old))
-    assert schema.read_meta(tmp_path / "meta.json").coverage is None
+    assert read_meta(tmp_path / "meta.json").coverage is None

@@ -11,8 +11,17 @@ from PIL import Image
 from annotation import views
 from annotation.crops import OUTLINE_RGB, write_crops
 from generation.scene_gt import visibility
-from tiermap import schema
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError, dump_json, write_model
+from tiermap.formats.crops import (
+    CropIndex,
+    CropViews,
+    read_crop_index,
+    read_crop_views,
+    read_visibility,
+)
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.scene import Scene, read_scene
+from tiermap.formats.sequence import CameraParams, read_camera, write_traj
 
 W, H = 40, 30
 ROT = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
@@ -46,21 +55,21 @@ class Fixture:
             self.rgb.append(rgb)
         poses = np.tile(np.eye(4), (len(instances), 1, 1))
         poses[:, :3, 3] = positions or [(3.0, 0.0, 0.0)] * len(instances)
-        schema.write_traj(self.seq / "traj.txt", poses)
-        schema.write_model(schema.CameraParams(w=W, h=H, fx=20, fy=20, cx=W / 2, cy=H / 2, depth_scale=1000),
+        write_traj(self.seq / "traj.txt", poses)
+        write_model(CameraParams(w=W, h=H, fx=20, fy=20, cx=W / 2, cy=H / 2, depth_scale=1000),
                            self.seq / "camera_params.json")
         objs = [{"id": i, "class_name": f"thing{i}", "obb": {"center": [0, 0, 0], "extent": [1, 1, 1], "R": ROT}} for i in ids]
-        self.scene = schema.write_model(schema.Scene.model_validate({"name": "s", "source": "procedural", "objects": objs}),
+        self.scene = write_model(Scene.model_validate({"name": "s", "source": "procedural", "objects": objs}),
                                         root / "scene.json")
         self.vis = root / "visibility.json"
-        self.vis.write_text(schema.dump_json({str(k): v for k, v in visibility(self.seq, 1).items()}))
+        self.vis.write_text(dump_json({str(k): v for k, v in visibility(self.seq, 1).items()}))
         self.out = root / "crops" / "s"
 
-    def run(self, out: Path | None = None, **kw: object) -> schema.CropIndex:
+    def run(self, out: Path | None = None, **kw: object) -> CropIndex:
         return write_crops(self.scene, self.seq, self.vis, out or self.out, **kw)  # type: ignore[arg-type]
 
-    def views(self, oid: int, out: Path | None = None) -> schema.CropViews:
-        return schema.read_crop_views((out or self.out) / str(oid) / "views.json")
+    def views(self, oid: int, out: Path | None = None) -> CropViews:
+        return read_crop_views((out or self.out) / str(oid) / "views.json")
 
 
 # ---------------------------------------------------------------- scoring
@@ -188,7 +197,7 @@ def test_skips_small_and_invisible_objects(tmp_path: Path) -> None:
 def test_index_hash_stable_and_changes_with_an_image(tmp_path: Path) -> None:
     fx = Fixture(tmp_path, [rect(blank(), 5, 5, 15, 15, 1), rect(blank(), 5, 5, 13, 13, 2)])
     idx = fx.run()
-    assert idx == schema.read_crop_index(fx.out / "index.json")
+    assert idx == read_crop_index(fx.out / "index.json")
     rec = idx.by_id()[1]
     assert (rec.crop, rec.context, rec.frames, rec.views) == ("1/crop.png", "1/context.png", ["1/frame_0.jpg"], "1/views.json")
     again = fx.run(tmp_path / "again")
@@ -283,43 +292,43 @@ def test_index_model_rejects_bad_records() -> None:
     rec = {"scene": "s", "object_id": 1, "class_name": "mug", "crop": "1/crop.png", "context": "1/context.png",
            "frames": ["1/frame_0.jpg"], "views": "1/views.json", "sha256": "0" * 64}
     base = {"scene": "s", "condition": "baseline", "k": 3, "min_pixels": 50, "pad": 0.25, "size": 256}
-    schema.CropIndex.model_validate({**base, "objects": [rec]})
+    CropIndex.model_validate({**base, "objects": [rec]})
     for bad in ({**rec, "crop": "../x.png"}, {**rec, "sha256": "xyz"}):
         with pytest.raises(ValueError):
-            schema.CropIndex.model_validate({**base, "objects": [bad]})
+            CropIndex.model_validate({**base, "objects": [bad]})
     with pytest.raises(ValueError, match="one record per object_id"):
-        schema.CropIndex.model_validate({**base, "objects": [rec, rec]})
+        CropIndex.model_validate({**base, "objects": [rec, rec]})
 
 
 # ---------------------------------------------------------------- a real rendered sequence
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[schema.DatasetPaths, dict]:
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[DatasetPaths, dict]:
     from tests.conftest import small_params
-    from tiermap import stages
+    from tiermap.app import stages
 
     p = small_params(["baseline"])
-    ds = schema.DatasetPaths(tmp_path_factory.mktemp("real"), "demo")
+    ds = DatasetPaths(tmp_path_factory.mktemp("real"), "demo")
     stages.make_scene(ds, "room0", p)
     stages.make_sequence(ds, "room0", "baseline", p)
     stages.make_scene_gt(ds, "room0", p, out=stages.build_dir(ds, "room0"))
     return ds, p
 
 
-def test_real_rendered_sequence(rendered: tuple[schema.DatasetPaths, dict]) -> None:
+def test_real_rendered_sequence(rendered: tuple[DatasetPaths, dict]) -> None:
     ds, p = rendered
     seq = ds.sequence_dir("room0", "baseline")
-    assert schema.read_camera(seq / "camera_params.json").w == 48
+    assert read_camera(seq / "camera_params.json").w == 48
     vis_json = ds.dir / "build" / "room0" / "visibility.json"
     out = ds.dir / "crops" / "room0"
     idx = write_crops(ds.scene_dir("room0") / "scene.json", seq, vis_json, out, min_pixels=10, size=64)
-    vis = schema.read_visibility(vis_json)
+    vis = read_visibility(vis_json)
     inst = np.stack([np.asarray(Image.open(f)) for f in sorted((seq / "instance").glob("*.png"))])
-    scene = schema.read_scene(ds.scene_dir("room0") / "scene.json")
+    scene = read_scene(ds.scene_dir("room0") / "scene.json")
     expected = [o.id for o in scene.objects if o.id in vis and vis[o.id].frames > 0 and (inst == o.id).sum((1, 2)).max() >= 10]
     assert expected and [r.object_id for r in idx.objects] == sorted(expected)
     assert len(idx.objects) + len(idx.skipped) == len(scene.objects)
     for rec in idx.objects:
-        v = schema.read_crop_views(out / rec.views)
+        v = read_crop_views(out / rec.views)
         assert v.class_name == scene.object(rec.object_id).class_name and 1 <= len(v.views) <= 3
         areas = (inst == rec.object_id).sum((1, 2))
         best = v.views[0]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evaluation import omq
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 CLASSES = ["chair", "cup", "table", "book", "background"]
 SYNONYMS = {"seat": "chair", "bg": "background", "diningtable": "dining table"}

@@ -1,13 +1,12 @@
 """OSMa-Bench semseg scoring: expected numbers written from the definitions (OSMa-Bench compute_metrics.py)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from sklearn.metrics import confusion_matrix
 
 from evaluation import osma
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 
 def line(xs: list[float]) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from evaluation import report
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 SET_KEYS = ("overall", "synonyms", "secondary", "synonym_undershooting", "secondary_overshooting",
             "secondary_undershooting", "synonym_inlier_rate", "secondary_inlier_rate")

@@ -9,9 +9,13 @@ import pytest
 
 from evaluation import retrieval
 from evaluation.retrieval import (
-    OVERLAP_THRESHOLDS, RetrievalScene, _align_global, _align_per_mask, evaluate_retrieval,
+    OVERLAP_THRESHOLDS,
+    RetrievalScene,
+    _align_global,
+    _align_per_mask,
+    evaluate_retrieval,
 )
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError
 
 # Embeddings / text vectors in 3-D. For text "a" = [1, 0, 0], cosines are X: 0.8, Y: 0.5, Z: 0, so
 # s = (cos + 1)/2 = 0.9, 0.75, 0.5 and min-max confidences are X 1.0, Y 0.625, Z 0.0 (ranks 1, 2, 3).

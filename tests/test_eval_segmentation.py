@@ -10,10 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.segmentation import SegmentationScene, evaluate_scene, evaluate_segmentation, load_scene
+from evaluation.segmentation import (
+    SegmentationScene,
+    evaluate_scene,
+    evaluate_segmentation,
+    load_scene,
+)
 from evaluation.text_features import ClipEncoder, FeatureFile
 from evaluation.voxel import voxel_downsample
-from tiermap import schema
+from tiermap.formats.openlex3d import GTCategories, write_gt_cloud, write_prompt_list
+from tiermap.formats.predictions import (
+    Predictions,
+    write_predictions,
+    write_text_features,
+)
 
 BIN = Path(sys.executable).parent
 PROMPTS = ["chair", "lamp", "stool", "table", "wall", "wood grain"]
@@ -60,8 +70,8 @@ def toy() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 def toy_scene(dense: bool = False) -> SegmentationScene:
     gt, ids, pts, rows = toy()
     emb, index = (ROWS[rows], np.arange(len(rows))) if dense else (ROWS, rows)
-    pred = schema.Predictions(Path("/p"), Path("/p/point_cloud.ply"), pts, emb, index)
-    return SegmentationScene("toy", gt, ids, schema.GTCategories.model_validate(GT), pred)
+    pred = Predictions(Path("/p"), Path("/p/point_cloud.ply"), pts, emb, index)
+    return SegmentationScene("toy", gt, ids, GTCategories.model_validate(GT), pred)
 
 
 def test_top_n_frequency_by_hand() -> None:
@@ -113,7 +123,7 @@ def test_object_without_synonyms_is_not_scored_by_top_n() -> None:
     gt = json.loads(json.dumps(GT))
     gt["dataset"]["samples"][3]["labels"]["image_attributes"]["synonyms"] = []
     s = toy_scene()
-    s.labels = schema.GTCategories.model_validate(gt)
+    s.labels = GTCategories.model_validate(gt)
     r = evaluate_scene(s, PROMPTS, np.eye(6, dtype=np.float32), top_n=(1,), with_set_ranking=False)
     # Only objects 1 and 2 remain: S 0.25/2, D 0.5/2, VS 0.75/2, M 0.5/2.
     assert r["frequency"]["top1"] == pytest.approx({"synonyms": 0.125, "depictions": 0.25, "vis_sim": 0.375, "clutter": 0.0,
@@ -145,12 +155,12 @@ def write_toy(tmp: Path, dense: bool = False) -> dict[str, Path]:
     """The toy scene as files: a released GT folder (scene 'toy'), predictions, prompt list, text features."""
     gt, ids, pts, rows = toy()
     gdir = tmp / "gt" / "toy"
-    schema.write_gt_cloud(gdir / "gt_cloud.ply", gt, ids)
+    write_gt_cloud(gdir / "gt_cloud.ply", gt, ids)
     (gdir / "gt_categories.json").write_text(json.dumps(GT))
-    schema.write_prompt_list(tmp / "gt" / "prompt_list.txt", PROMPTS)
+    write_prompt_list(tmp / "gt" / "prompt_list.txt", PROMPTS)
     emb, index = (ROWS[rows], np.arange(len(rows))) if dense else (ROWS, rows)
-    schema.write_predictions(tmp / "pred" / "toy", pts, emb, index)
-    schema.write_text_features(tmp / "text.npz", PROMPTS, np.eye(6))
+    write_predictions(tmp / "pred" / "toy", pts, emb, index)
+    write_text_features(tmp / "text.npz", PROMPTS, np.eye(6))
     return {"gt": tmp / "gt", "scene": gdir, "pred": tmp / "pred", "npz": tmp / "text.npz"}
 
 
@@ -216,7 +226,7 @@ def test_bad_inputs_give_one_clear_line(tmp_path: Path, case: str, field: str) -
     elif case == "blank_prompt":
         (f["gt"] / "prompt_list.txt").write_text("chair\n\nlamp\n")
     elif case == "missing_text":
-        schema.write_text_features(f["npz"], PROMPTS[:-1], np.eye(6)[:-1])
+        write_text_features(f["npz"], PROMPTS[:-1], np.eye(6)[:-1])
     elif case == "unknown_scene":
         extra = ["--scene", "nope"]
     res = subprocess.run([str(BIN / "tiermap"), "eval", "segmentation", "--gt-dir", str(f["gt"]), "--predictions", str(f["pred"]),
@@ -254,7 +264,7 @@ def test_clip_encoder_tiny_model_cache_and_short_context(tmp_path: Path, monkeyp
 
 def test_toolkit_imports_nothing_from_generation_or_annotation() -> None:
     code = ("import sys, evaluation.cli, evaluation.segmentation, evaluation.retrieval, evaluation.omq, evaluation.osma, "
-            "evaluation.report, evaluation.baseline, tiermap.cli; "
+            "evaluation.report, evaluation.baseline, tiermap.app.cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('generation', 'annotation')]; print(bad); assert not bad")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -268,7 +278,7 @@ def test_cli_from_an_installed_wheel_outside_the_repo(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "inst"),
                     *map(str, (tmp_path / "whl").glob("tiermap-*.whl"))], check=True, capture_output=True, cwd=tmp_path)
     f = write_toy(tmp_path / "data")
-    code = "import sys; from tiermap.cli import app; import evaluation, os; assert evaluation.__file__.startswith(os.environ['PYTHONPATH']); sys.exit(app())"
+    code = "import sys; from tiermap.app.cli import app; import evaluation, os; assert evaluation.__file__.startswith(os.environ['PYTHONPATH']); sys.exit(app())"
     res = subprocess.run([sys.executable, "-c", code, "eval", "segmentation", "--gt-dir", str(f["gt"]), "--predictions", str(f["pred"]),
                           "--text-features", str(f["npz"]), "--top-n", "1", "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path / "inst")})

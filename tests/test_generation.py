@@ -13,13 +13,15 @@ from generation.procedural import generate_scene
 from generation.sequence import make_renderer, render_sequence
 from generation.trajectory import NoPathError, free_space, plan_path, sample_poses
 from tests.conftest import small_params
-from tiermap import schema
+from tiermap.formats.base import write_model
+from tiermap.formats.scene import OBB
+from tiermap.formats.sequence import CameraParams
 
 
 def test_same_seed_same_bytes(tmp_path: Path) -> None:
-    a = schema.write_model(generate_scene("r", 11), tmp_path / "a.json").read_bytes()
-    b = schema.write_model(generate_scene("r", 11), tmp_path / "b.json").read_bytes()
-    c = schema.write_model(generate_scene("r", 12), tmp_path / "c.json").read_bytes()
+    a = write_model(generate_scene("r", 11), tmp_path / "a.json").read_bytes()
+    b = write_model(generate_scene("r", 11), tmp_path / "b.json").read_bytes()
+    c = write_model(generate_scene("r", 12), tmp_path / "c.json").read_bytes()
     assert a == b and a != c
 
 
@@ -79,7 +81,7 @@ def test_no_free_space_and_no_path_are_clear() -> None:
 def test_pyrender_and_raycast_agree_on_depth_and_ids(tmp_path: Path) -> None:
     params = small_params()
     sc = generate_scene("room0", 7)
-    schema.write_model(sc, tmp_path / "scene.json")
+    write_model(sc, tmp_path / "scene.json")
     metas = {}
     for r in ("pyrender", "raycast"):
         metas[r] = render_sequence(tmp_path / "scene.json", "baseline", params, tmp_path / r, max_frames=3, renderer_name=r)
@@ -95,7 +97,7 @@ def test_pyrender_and_raycast_agree_on_depth_and_ids(tmp_path: Path) -> None:
 
 def test_unknown_renderer_and_missing_habitat() -> None:
     sc = scene_geometry(generate_scene("room0", 7), ".")
-    cam = schema.CameraParams(w=8, h=6, fx=4, fy=4, cx=4, cy=3, depth_scale=1000)
+    cam = CameraParams(w=8, h=6, fx=4, fy=4, cx=4, cy=3, depth_scale=1000)
     with pytest.raises(ValueError, match="unknown renderer 'blender'"):
         make_renderer("blender", sc, cam)
     with pytest.raises(RuntimeError, match="habitat-sim is not installed.*conda install habitat-sim"):
@@ -118,7 +120,7 @@ def test_habitat_light_setups_follow_the_schedule() -> None:
 
 
 def test_habitat_sensor_and_agent_specs() -> None:
-    cam = schema.CameraParams(w=640, h=480, fx=320, fy=320, cx=320, cy=240, depth_scale=1000)
+    cam = CameraParams(w=640, h=480, fx=320, fy=320, cx=320, cy=240, depth_scale=1000)
     specs = habitat.sensor_specs(cam, height=1.2)
     assert [s["sensor_type"] for s in specs] == ["COLOR", "DEPTH", "SEMANTIC"]
     assert specs[0]["hfov"] == pytest.approx(90.0) and specs[0]["resolution"] == [480, 640]
@@ -150,7 +152,6 @@ def test_box_textures_read_upright_and_unmirrored_from_outside() -> None:
     from scipy.spatial.transform import Rotation
 
     from generation.geometry import textured_box
-    from tiermap.schema import OBB
 
     for seed in range(20):
         rng = np.random.default_rng(seed)

@@ -18,7 +18,10 @@ from annotation.pull import pull, raw_dir
 from annotation.push import crop_tasks, push, read_tasks_record
 from annotation.simulate import simulate
 from annotation.suggest import suggest
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.crops import read_crop_index, write_crop_index
+from tiermap.formats.labels import read_labels
+from tiermap.formats.layout import DatasetPaths
 
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
@@ -28,13 +31,13 @@ def quiet(*_: object) -> None:
     """Swallow progress lines."""
 
 
-def tiermap(ds: schema.DatasetPaths, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def tiermap(ds: DatasetPaths, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the tiermap CLI on the dataset."""
     return subprocess.run([str(BIN / "tiermap"), *args, "--root", str(ds.root), "--dataset", ds.name], text=True,
                           capture_output=True, env={**os.environ, **(env or {})}, cwd=ds.root.parent)
 
 
-def params_file(ds: schema.DatasetPaths) -> Path:
+def params_file(ds: DatasetPaths) -> Path:
     """params.yaml for CLI runs (scenes + annotation block)."""
     import yaml
 
@@ -45,7 +48,7 @@ def params_file(ds: schema.DatasetPaths) -> Path:
     return path
 
 
-def session(ds: schema.DatasetPaths, who: str) -> AnnotatorSession:
+def session(ds: DatasetPaths, who: str) -> AnnotatorSession:
     """A simulated annotator logged in to its own seat."""
     return AnnotatorSession.login(ls_server.seat_of(ds, who).url, who, ls_server.read_simulated(ds)[who])
 
@@ -53,7 +56,7 @@ def session(ds: schema.DatasetPaths, who: str) -> AnnotatorSession:
 A1, A2 = "annotator1@tiermap.local", "annotator2@tiermap.local"
 
 
-def test_seats_are_local_private_and_real_passwords_unstored(ls_dataset: schema.DatasetPaths) -> None:
+def test_seats_are_local_private_and_real_passwords_unstored(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     cred = ls_server.read_credentials(ds)
     assert [s.annotator for s in cred.seats] == [A1, A2]
@@ -79,7 +82,7 @@ def test_seats_are_local_private_and_real_passwords_unstored(ls_dataset: schema.
     assert [s.pid for s in ls_server.start(ds, log=quiet).seats] == [s.pid for s in ls_server.read_credentials(ds).seats]
 
 
-def test_annotator_cannot_reach_any_secret(ls_dataset: schema.DatasetPaths) -> None:
+def test_annotator_cannot_reach_any_secret(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     push(ds, ["room0"], 2, log=quiet)
     me = session(ds, A1)
@@ -108,7 +111,7 @@ def test_annotator_cannot_reach_any_secret(ls_dataset: schema.DatasetPaths) -> N
         assert r.status_code != 200 and not any(s.encode() in r.content for s in secrets), (d, r.status_code)
 
 
-def test_annotators_are_isolated(ls_dataset: schema.DatasetPaths) -> None:
+def test_annotators_are_isolated(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     push(ds, ["room0"], 2, log=quiet)
     n = len(crop_tasks(ds, ["room0"]))
@@ -138,14 +141,14 @@ def test_annotators_are_isolated(ls_dataset: schema.DatasetPaths) -> None:
     assert Admin(s2).export_bytes(record.seats[A2].project_id) == theirs
 
 
-def test_tampered_annotations_are_flagged_and_the_pulled_labels_kept(ls_dataset: schema.DatasetPaths) -> None:
+def test_tampered_annotations_are_flagged_and_the_pulled_labels_kept(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     params = params_file(ds)
     push(ds, ["room0"], 2, log=quiet)
     simulate(ds, ["room0"], 2, log=quiet)
     res = tiermap(ds, "annotate", "pull", "--params", str(params))
     assert res.returncode == 0, res.stderr
-    before = schema.read_labels(ds.labels / "labels.parquet")
+    before = read_labels(ds.labels / "labels.parquet")
     assert (before["annotation_id"] > 0).all() and before["created_at"].str.match(r"^\d{4}-\d\d-\d\dT").all()
     record = read_tasks_record(ds)
     keys = sorted(record.seats[A1].tasks)
@@ -172,14 +175,14 @@ def test_tampered_annotations_are_flagged_and_the_pulled_labels_kept(ls_dataset:
     assert f"foreign author: task {foreign_key}, annotator {A2}" in res.stderr
     assert len([ln for ln in lines if ln.startswith(("changed", "disappeared", "foreign"))]) == 3
     assert len(list(raw_dir(ds).glob("*-export.json"))) == n_raw + 2  # both seats' exports kept
-    after = schema.read_labels(ds.labels / "labels.parquet")
+    after = read_labels(ds.labels / "labels.parquet")
     pd.testing.assert_frame_equal(after, before)  # the pulled (pre-tamper) labels are kept
     report = pd.read_csv(ds.labels / "tamper.csv")
     assert sorted(report["kind"]) == ["changed", "disappeared", "foreign author"]
 
     res = tiermap(ds, "annotate", "pull", "--params", str(params), "--accept-changes")
     assert res.returncode == 0, res.stderr
-    accepted = schema.read_labels(ds.labels / "labels.parquet")
+    accepted = read_labels(ds.labels / "labels.parquet")
     obj = lambda df, key: df[(df["scene"] + "/" + df["object_id"].astype(str) == key) & (df["annotator"] == A1)]  # noqa: E731
     assert list(obj(accepted, changed_key)["label"]) == ["tampered label"]
     assert obj(accepted, deleted_key).empty and not obj(before, deleted_key).empty
@@ -187,10 +190,10 @@ def test_tampered_annotations_are_flagged_and_the_pulled_labels_kept(ls_dataset:
     admin2.call("delete", admin2.sdk.annotations.delete, foreign.id)
     res = tiermap(ds, "annotate", "pull", "--params", str(params))
     assert res.returncode == 0, res.stderr
-    pd.testing.assert_frame_equal(schema.read_labels(ds.labels / "labels.parquet"), accepted)
+    pd.testing.assert_frame_equal(read_labels(ds.labels / "labels.parquet"), accepted)
 
 
-def test_push_creates_projects_and_is_idempotent(ls_dataset: schema.DatasetPaths) -> None:
+def test_push_creates_projects_and_is_idempotent(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     n = len(crop_tasks(ds, ["room0"]))
     assert n >= 10
@@ -221,13 +224,13 @@ def test_push_creates_projects_and_is_idempotent(ls_dataset: schema.DatasetPaths
     assert find_project(ls, ds)["maximum_annotations"] == 1 and 'name="synonyms"' in find_project(ls, ds)["label_config"]
 
 
-def test_changed_crop_updates_its_task(ls_dataset: schema.DatasetPaths) -> None:
+def test_changed_crop_updates_its_task(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     push(ds, ["room0"], 2, log=quiet)
     index_path = ds.dir / "crops/room0/index.json"
-    index = schema.read_crop_index(index_path)
+    index = read_crop_index(index_path)
     index.objects[0].sha256 = "f" * 64
-    schema.write_crop_index(index, index_path)
+    write_crop_index(index, index_path)
     res = push(ds, ["room0"], 2, log=quiet)
     assert (res["created"], res["updated"]) == (0, 2)
     key = f"room0/{index.objects[0].object_id}"
@@ -236,7 +239,7 @@ def test_changed_crop_updates_its_task(ls_dataset: schema.DatasetPaths) -> None:
         assert tasks[key]["data"]["crop_hash"] == "f" * 64 and len(tasks) == len(index.objects)
 
 
-def test_server_down_mid_push_then_rerun_finishes_without_duplicates(ls_dataset: schema.DatasetPaths) -> None:
+def test_server_down_mid_push_then_rerun_finishes_without_duplicates(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     n = len(crop_tasks(ds, ["room0"]))
 
@@ -254,7 +257,7 @@ def test_server_down_mid_push_then_rerun_finishes_without_duplicates(ls_dataset:
         assert len(ls.export(find_project(ls, ds)["id"])) == n
 
 
-def test_simulated_annotators_then_pull(ls_dataset: schema.DatasetPaths) -> None:
+def test_simulated_annotators_then_pull(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     push(ds, ["room0"], 2, log=quiet)
     n = len(crop_tasks(ds, ["room0"]))
@@ -265,7 +268,7 @@ def test_simulated_annotators_then_pull(ls_dataset: schema.DatasetPaths) -> None
     record = read_tasks_record(ds)
     for ls, raw in zip(admins(ds), raws):
         assert raw.read_bytes() == ls.export_bytes(record.seats[ls.seat.annotator].project_id)  # kept as sent, before processing
-    labels = schema.read_labels(ds.labels / "labels.parquet")
+    labels = read_labels(ds.labels / "labels.parquet")
     assert labels.groupby(["scene", "object_id"])["annotator"].nunique().eq(2).all()
     assert labels.groupby(["scene", "object_id"]).ngroups == n and set(labels["annotator"]) == {A1, A2}
     assert set(labels["category"]) <= {"synonyms", "depictions", "vis_sim"}
@@ -276,7 +279,7 @@ def test_simulated_annotators_then_pull(ls_dataset: schema.DatasetPaths) -> None
     assert len(list(raw_dir(ds).glob("*-export.json"))) == 4
 
 
-def test_bad_labels_are_flagged_and_malformed_exports_keep_the_raw_file(ls_dataset: schema.DatasetPaths) -> None:
+def test_bad_labels_are_flagged_and_malformed_exports_keep_the_raw_file(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     push(ds, ["room0"], 2, log=quiet)
     record = read_tasks_record(ds)
@@ -285,7 +288,7 @@ def test_bad_labels_are_flagged_and_malformed_exports_keep_the_raw_file(ls_datas
     me.annotate(first, [{"from_name": "synonyms", "to_name": "crop", "type": "textarea",
                          "value": {"text": ["Coffee_Mug, <b>mug</b>, cup 🙂, " + "x" * 500]}}])
     res = pull(ds, ["room0"])
-    labels = schema.read_labels(ds.labels / "labels.parquet")
+    labels = read_labels(ds.labels / "labels.parquet")
     assert sorted(labels["label"]) == ["coffee mug"]
     flagged = pd.read_csv(ds.labels / "flagged.csv")
     assert res["flagged rows"] == len(flagged) == 3
@@ -301,18 +304,18 @@ def test_bad_labels_are_flagged_and_malformed_exports_keep_the_raw_file(ls_datas
     with pytest.raises(TamperError) as err:
         pull(ds, ["room0"])
     assert [f.kind for f in err.value.flags] == ["unknown task"]
-    assert sorted(schema.read_labels(ds.labels / "labels.parquet")["label"]) == ["coffee mug"]
+    assert sorted(read_labels(ds.labels / "labels.parquet")["label"]) == ["coffee mug"]
     # A task whose object id is text: the pull fails with one line naming the field, the raw export stays.
     admin.import_tasks(record.seats[A1].project_id, [{"data": {**task["data"], "key": "room0/x", "object_id": "not-a-number"}}])
     n_raw = len(list(raw_dir(ds).glob("*-export.json")))
     parquet_before = (ds.labels / "labels.parquet").read_bytes()
-    with pytest.raises(schema.SchemaError, match=r"object_id"):
+    with pytest.raises(SchemaError, match=r"object_id"):
         pull(ds, ["room0"])
     assert len(list(raw_dir(ds).glob("*-export.json"))) == n_raw + 1
     assert (ds.labels / "labels.parquet").read_bytes() == parquet_before
 
 
-def test_cli_users_push_pull_and_server_down(ls_dataset: schema.DatasetPaths) -> None:
+def test_cli_users_push_pull_and_server_down(ls_dataset: DatasetPaths) -> None:
     ds = ls_dataset
     params = params_file(ds)
     res = tiermap(ds, "annotate", "users", "add", "reviewer@lab.org")
@@ -332,7 +335,7 @@ def test_cli_users_push_pull_and_server_down(ls_dataset: schema.DatasetPaths) ->
     assert res.returncode == 2 and "not reachable" in res.stderr and "tiermap annotate serve" in res.stderr
 
 
-def test_gemini_suggestions_become_predictions_and_are_cached(ls_dataset: schema.DatasetPaths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gemini_suggestions_become_predictions_and_are_cached(ls_dataset: DatasetPaths, monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_gemini import FakeGemini
 
     ds = ls_dataset
@@ -348,7 +351,7 @@ def test_gemini_suggestions_become_predictions_and_are_cached(ls_dataset: schema
         assert len(fake.requests) == n + 1
         body = fake.requests[-1]["body"]
         assert body["generationConfig"]["responseMimeType"] == "application/json"
-        crops = {(ds.dir / "crops/room0" / r.crop).read_bytes() for r in schema.read_crop_index(ds.dir / "crops/room0/index.json").objects}
+        crops = {(ds.dir / "crops/room0" / r.crop).read_bytes() for r in read_crop_index(ds.dir / "crops/room0/index.json").objects}
         assert fake.image() in crops  # the crop itself, sent as bytes
         again = suggest(ds, ["room0"], log=quiet)
         assert again == {"tasks": n, "gemini calls": 0, "predictions imported": 0} and len(fake.requests) == n + 1

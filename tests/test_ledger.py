@@ -4,10 +4,10 @@ from __future__ import annotations
 from annotation.ledger import compare, ledger_tasks, result_hash, seat_entries
 from annotation.project import textarea_result
 from annotation.tidy import tidy_export
-from tiermap import schema
+from tiermap.formats.labelstudio import Ledger, LSSeat, SeatTasks
 
-SEAT = schema.LSSeat(annotator="ann@lab.org", slug="seat-1", admin_password="x", token="t" * 40, user_id=2)
-TASKS = schema.SeatTasks(project_id=1, tasks={"room0/3": 10, "room0/4": 11, "room0/5": 12})
+SEAT = LSSeat(annotator="ann@lab.org", slug="seat-1", admin_password="x", token="t" * 40, user_id=2)
+TASKS = SeatTasks(project_id=1, tasks={"room0/3": 10, "room0/4": 11, "room0/5": 12})
 
 
 def ann(aid: int, text: str, who: int = 2, editor: int | None = None, updated: str = "2026-01-01T00:00:00Z") -> dict:
@@ -22,7 +22,7 @@ def export(**by_task: list[dict]) -> list[dict]:
             for tid in (10, 11, 12)]
 
 
-def pull_once(ledger: schema.Ledger, exp: list[dict], accept: bool = False):  # type: ignore[no-untyped-def]
+def pull_once(ledger: Ledger, exp: list[dict], accept: bool = False):  # type: ignore[no-untyped-def]
     """One pull of one seat: (new ledger, all flags, newly accepted)."""
     old = {(e.key, e.annotator): e for e in ledger.entries}
     cur, flags = seat_entries(exp, SEAT, TASKS, "raw.json", old)
@@ -32,7 +32,7 @@ def pull_once(ledger: schema.Ledger, exp: list[dict], accept: bool = False):  # 
 
 def test_first_pull_accepts_everything_and_a_repeat_is_clean() -> None:
     exp = export(t10=[ann(1, "sofa")], t11=[ann(2, "mug")])
-    led, flags, added = pull_once(schema.Ledger(), exp)
+    led, flags, added = pull_once(Ledger(), exp)
     assert (flags, added) == ([], 2) and [(e.key, e.annotation_id) for e in led.entries] == [("room0/3", 1), ("room0/4", 2)]
     assert led.entries[0].sha256 == result_hash(textarea_result({"synonyms": "sofa"}), False)
     # The same content with a newer timestamp is not a change.
@@ -41,7 +41,7 @@ def test_first_pull_accepts_everything_and_a_repeat_is_clean() -> None:
 
 
 def test_changed_recreated_and_disappeared_are_flagged_and_the_pulled_versions_kept() -> None:
-    led, _, _ = pull_once(schema.Ledger(), export(t10=[ann(1, "sofa")], t11=[ann(2, "mug")], t12=[ann(3, "lamp")]))
+    led, _, _ = pull_once(Ledger(), export(t10=[ann(1, "sofa")], t11=[ann(2, "mug")], t12=[ann(3, "lamp")]))
     tampered = export(t10=[ann(1, "tampered")], t11=[ann(9, "mug")])  # 1 edited, 2 deleted and re-made as 9, 3 deleted
     kept, flags, _ = pull_once(led, tampered)
     assert sorted((f.kind, f.key) for f in flags) == [("changed", "room0/3"), ("changed", "room0/4"), ("disappeared", "room0/5")]
@@ -57,7 +57,7 @@ def test_changed_recreated_and_disappeared_are_flagged_and_the_pulled_versions_k
 def test_foreign_duplicate_and_unknown_annotations_are_never_accepted() -> None:
     exp = export(t10=[ann(1, "sofa", who=1)], t11=[ann(2, "mug", editor=1)], t12=[ann(3, "lamp"), ann(4, "lamp again")])
     exp.append({"id": 99, "data": {"scene": "ghost", "object_id": 1}, "annotations": [ann(5, "chair")]})
-    led, flags, added = pull_once(schema.Ledger(), exp, accept=True)
+    led, flags, added = pull_once(Ledger(), exp, accept=True)
     kinds = sorted((f.kind, f.key) for f in flags)
     assert kinds == [("duplicate", "room0/5"), ("foreign author", "room0/3"), ("foreign author", "room0/4"),
                      ("unknown task", "task-id-99")]

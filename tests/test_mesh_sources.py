@@ -12,21 +12,32 @@ from typer.testing import CliRunner
 
 from generation.sequence import render_sequence
 from tests.conftest import small_params
-from tests.mesh_fixtures import ROOM, UNLISTED_ID, write_glb, write_replica, write_vertex_id_ply
+from tests.mesh_fixtures import (
+    ROOM,
+    UNLISTED_ID,
+    write_glb,
+    write_replica,
+    write_vertex_id_ply,
+)
 from tests.test_pipeline import backproject, box_surface_distance
-from tiermap import schema
-from tiermap.cli import app
-from tiermap.stages import make_scene, make_scene_gt
+from tiermap.app.cli import app
+from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.crops import read_closeup_index, read_crop_index, read_visibility
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.openlex3d import read_gt_cloud
+from tiermap.formats.scene import Scene, read_scene, read_scene_mesh
+from tiermap.formats.sequence import read_meta, read_traj
+from tiermap.app.stages import make_scene, make_scene_gt
 
 TRUE = {oid: (cls, np.asarray(c), np.sort(e)) for oid, cls, c, e, _ in ROOM}
 
 
-def make(tmp_path: Path, name: str, **kw) -> schema.Scene:  # type: ignore[no-untyped-def]
-    ds = schema.DatasetPaths(tmp_path / "ds", "d")
-    return schema.read_scene(make_scene(ds, name, small_params(), **kw))
+def make(tmp_path: Path, name: str, **kw) -> Scene:  # type: ignore[no-untyped-def]
+    ds = DatasetPaths(tmp_path / "ds", "d")
+    return read_scene(make_scene(ds, name, small_params(), **kw))
 
 
-def assert_room_objects(sc: schema.Scene) -> None:
+def assert_room_objects(sc: Scene) -> None:
     """The scene holds exactly the room's objects with their classes and boxes (centre, sorted extent)."""
     assert sorted(o.id for o in sc.objects) == sorted(TRUE)
     for o in sc.objects:
@@ -42,7 +53,7 @@ def test_replica_scene_objects_ids_and_bytes(tmp_path: Path) -> None:
     assert sc.source == "replica" and sc.seed == 3 and sc.geometry == "mesh.ply"
     assert_room_objects(sc)
     scene_dir = tmp_path / "ds/d/scenes/office0"
-    mesh = schema.read_scene_mesh(scene_dir / "mesh.ply")
+    mesh = read_scene_mesh(scene_dir / "mesh.ply")
     # Quads become two triangles each; the box info_semantic.json does not list renders as unlabelled (id 0).
     assert len(mesh.triangles) == 2 * 6 * (len(ROOM) + 1)
     assert UNLISTED_ID not in mesh.object_ids and (mesh.object_ids == 0).sum() == 12
@@ -94,13 +105,13 @@ def test_glb_with_per_vertex_object_id_attribute(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def replica_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[schema.DatasetPaths, dict]:
+def replica_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[DatasetPaths, dict]:
     """The Replica fixture scene rendered under baseline and camera_light (pyrender) plus its scene GT."""
     tmp = tmp_path_factory.mktemp("replica")
     src = write_replica(tmp / "replica" / "office_0")
     params = small_params(["baseline", "camera_light"])
     params["render"].update(width=96, height=72)
-    ds = schema.DatasetPaths(tmp / "ds", "d")
+    ds = DatasetPaths(tmp / "ds", "d")
     make_scene(ds, "office0", params, source="replica", seed=3, input_path=src)
     for cond in params["conditions"]:
         render_sequence(ds.scene_dir("office0") / "scene.json", cond, params, ds.sequence_dir("office0", cond))
@@ -108,13 +119,13 @@ def replica_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[schema.Dat
     return ds, params
 
 
-def test_replica_renders_match_its_geometry_and_gt(replica_render: tuple[schema.DatasetPaths, dict]) -> None:
+def test_replica_renders_match_its_geometry_and_gt(replica_render: tuple[DatasetPaths, dict]) -> None:
     ds, params = replica_render
-    sc = schema.read_scene(ds.scene_dir("office0") / "scene.json")
+    sc = read_scene(ds.scene_dir("office0") / "scene.json")
     s = ds.sequence_dir("office0", "baseline")
-    n = schema.read_meta(s / "meta.json").frame_count
+    n = read_meta(s / "meta.json").frame_count
     assert n >= 4
-    gt_pts, gt_ids = schema.read_gt_cloud(ds.gt / "office0" / "gt_cloud.ply")
+    gt_pts, gt_ids = read_gt_cloud(ds.gt / "office0" / "gt_cloud.ply")
     assert set(np.unique(gt_ids)) == set(TRUE)  # unlabelled geometry is not in the GT cloud
     seen: set[int] = set()
     for i in (0, n // 2, n - 1):
@@ -134,10 +145,10 @@ def test_replica_renders_match_its_geometry_and_gt(replica_render: tuple[schema.
     assert not np.array_equal(np.asarray(Image.open(s / "results/frame000000.jpg")), np.asarray(Image.open(c / "results/frame000000.jpg")))
 
 
-def test_mesh_scene_path_keeps_clear_of_objects(replica_render: tuple[schema.DatasetPaths, dict]) -> None:
+def test_mesh_scene_path_keeps_clear_of_objects(replica_render: tuple[DatasetPaths, dict]) -> None:
     ds, params = replica_render
-    sc = schema.read_scene(ds.scene_dir("office0") / "scene.json")
-    poses = schema.read_traj(ds.sequence_dir("office0", "baseline") / "traj.txt")
+    sc = read_scene(ds.scene_dir("office0") / "scene.json")
+    poses = read_traj(ds.sequence_dir("office0", "baseline") / "traj.txt")
     xyz = poses[:, :3, 3]
     assert np.allclose(xyz[:, 2], -0.02 + params["trajectory"]["camera_height"])  # camera height above the floor
     r = params["trajectory"]["robot_radius"]
@@ -211,7 +222,7 @@ def corrupt(tmp_path: Path) -> dict[str, tuple[dict, str]]:
 
 def test_bad_mesh_inputs_are_one_line_errors_and_leave_nothing(tmp_path: Path) -> None:
     for case, (kw, words) in corrupt(tmp_path).items():
-        with pytest.raises((schema.SchemaError, ValueError, FileNotFoundError)) as err:
+        with pytest.raises((SchemaError, ValueError, FileNotFoundError)) as err:
             make(tmp_path, "bad", **kw)
         assert words in str(err.value) and "\n" not in str(err.value), (case, str(err.value))
         assert not (tmp_path / "ds/d/scenes/bad").exists(), case
@@ -227,7 +238,7 @@ def test_cli_scene_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     runner = CliRunner()
     res = runner.invoke(app, ["generate", "scene", "--root", "ds", "--scene", "g", "--source", "mesh", "--input", str(glb), "--seed", "5"])
     assert res.exit_code == 0, res.output
-    sc = schema.read_scene(tmp_path / "ds/demo/scenes/g/scene.json")
+    sc = read_scene(tmp_path / "ds/demo/scenes/g/scene.json")
     assert sc.seed == 5 and len(sc.objects) == len(ROOM)
     res = runner.invoke(app, ["generate", "scene", "--root", "ds", "--scene", "h", "--source", "mesh", "--input", str(tmp_path / "nope.ply")])
     assert res.exit_code == 2 and "nope.ply: missing" in res.output
@@ -235,7 +246,7 @@ def test_cli_scene_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert res.exit_code == 2 and "habitat-sim is not installed" in res.output and "conda install habitat-sim" in res.output
     # A habitat scene's sequence asks for the habitat renderer, which names its install too.
     (tmp_path / "ds/demo/scenes/h").mkdir(parents=True)
-    schema.write_model(schema.Scene(name="h", source="habitat", habitat_scene=str(glb), objects=[]), tmp_path / "ds/demo/scenes/h/scene.json")
+    write_model(Scene(name="h", source="habitat", habitat_scene=str(glb), objects=[]), tmp_path / "ds/demo/scenes/h/scene.json")
     res = runner.invoke(app, ["generate", "sequence", "--root", "ds", "--scene", "h", "--condition", "baseline"])
     assert res.exit_code == 2 and "habitat-sim is not installed" in res.output
 
@@ -253,15 +264,15 @@ def test_replica_scene_through_the_dvc_pipeline(tmp_path: Path) -> None:
     res = run([str(BIN / "dvc"), "repro", "crops", "preview"], repo)
     assert stages_run(res.stdout) == {"mesh_scene@office0", "sequence@office0-baseline", "sequence@office0-nominal",
                                       "scene_gt@office0", "closeups@office0", "crops@office0", "preview@office0"}
-    ds = schema.DatasetPaths(repo / "datasets", "demo")
-    assert schema.read_scene(ds.scene_dir("office0") / "scene.json").source == "replica"
+    ds = DatasetPaths(repo / "datasets", "demo")
+    assert read_scene(ds.scene_dir("office0") / "scene.json").source == "replica"
     assert (repo / "datasets/demo/previews/office0/topdown.png").is_file()
-    vis = schema.read_visibility(repo / "datasets/demo/build/office0/visibility.json")
+    vis = read_visibility(repo / "datasets/demo/build/office0/visibility.json")
     assert set(vis) <= set(TRUE) and len(vis) >= 3
     # What annotators will see: crops of the visible Replica objects, named by their ids.
-    index = schema.read_crop_index(repo / "datasets/demo/crops/office0/index.json")
+    index = read_crop_index(repo / "datasets/demo/crops/office0/index.json")
     assert {r.object_id for r in index.objects} and {r.object_id for r in index.objects} <= set(vis)
-    closeups = schema.read_closeup_index(repo / "datasets/demo/closeups/office0/index.json")  # close-ups of a mesh scene
+    closeups = read_closeup_index(repo / "datasets/demo/closeups/office0/index.json")  # close-ups of a mesh scene
     assert {o.object_id for o in closeups.objects} == set(TRUE) and any(r.closeup_pixels for r in index.objects)
     # Recolour the chair in the source mesh: DVC sees the input change and rebuilds the scene and what depends on it.
     from plyfile import PlyData

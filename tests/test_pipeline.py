@@ -12,7 +12,16 @@ from scipy.spatial import cKDTree
 
 from annotation import ls_server
 from tests.conftest import BIN, run
-from tiermap import schema
+from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.openlex3d import (
+    read_gt_categories,
+    read_gt_cloud,
+    read_prompt_list,
+    read_query_mapping,
+)
+from tiermap.formats.scene import OBB, read_scene
+from tiermap.formats.sequence import read_camera, read_meta, read_traj
 
 pytestmark = pytest.mark.slow
 DVC = str(BIN / "dvc")
@@ -24,10 +33,10 @@ def seq(repo: Path, cond: str) -> Path:
 
 def test_sequences_share_geometry_across_lighting(built_repo: Path) -> None:
     base, nom, vel = seq(built_repo, "baseline"), seq(built_repo, "nominal"), seq(built_repo, "velocity")
-    mb, mn, mv = (schema.read_meta(s / "meta.json") for s in (base, nom, vel))
+    mb, mn, mv = (read_meta(s / "meta.json") for s in (base, nom, vel))
     assert mb.frame_count == mn.frame_count > 4
     assert abs(mv.frame_count - mb.frame_count / 2) <= 1 and mv.speed.linear == 2 * mb.speed.linear
-    np.testing.assert_array_equal(schema.read_traj(base / "traj.txt"), schema.read_traj(nom / "traj.txt"))
+    np.testing.assert_array_equal(read_traj(base / "traj.txt"), read_traj(nom / "traj.txt"))
     diff_rgb = 0
     for i in range(mb.frame_count):
         for sub in ("instance/%06d.png", "results/depth%06d.png"):
@@ -40,17 +49,17 @@ def test_sequences_share_geometry_across_lighting(built_repo: Path) -> None:
 
 def backproject(s: Path, i: int) -> tuple[np.ndarray, np.ndarray]:
     """ConceptGraphs/NICE-SLAM-style loader: frame/depth/instance names, traj.txt camera-to-world, intrinsics."""
-    cam = schema.read_camera(s / "camera_params.json")
+    cam = read_camera(s / "camera_params.json")
     depth = np.asarray(Image.open(s / f"results/depth{i:06d}.png"), dtype=float) / cam.depth_scale
     ids = np.asarray(Image.open(s / f"instance/{i:06d}.png")).astype(int)
-    pose = schema.read_traj(s / "traj.txt")[i]
+    pose = read_traj(s / "traj.txt")[i]
     v, u = np.nonzero(depth > 0)
     z = depth[v, u]
     pc = np.stack([(u + 0.5 - cam.cx) / cam.fx * z, (v + 0.5 - cam.cy) / cam.fy * z, z], 1)
     return pc @ pose[:3, :3].T + pose[:3, 3], ids[v, u]
 
 
-def box_surface_distance(p: np.ndarray, obb: schema.OBB) -> np.ndarray:
+def box_surface_distance(p: np.ndarray, obb: OBB) -> np.ndarray:
     """Exact distance of points to an oriented box's surface."""
     q = np.abs((p - np.asarray(obb.center)) @ np.asarray(obb.R))
     h = np.asarray(obb.extent) / 2
@@ -61,9 +70,9 @@ def box_surface_distance(p: np.ndarray, obb: schema.OBB) -> np.ndarray:
 
 def test_backprojection_matches_gt_cloud(built_repo: Path) -> None:
     s = seq(built_repo, "baseline")
-    gt_pts, gt_ids = schema.read_gt_cloud(built_repo / "datasets/demo/gt/room0/gt_cloud.ply")
-    n = schema.read_meta(s / "meta.json").frame_count
-    scene = schema.read_scene(built_repo / "datasets/demo/scenes/room0/scene.json")
+    gt_pts, gt_ids = read_gt_cloud(built_repo / "datasets/demo/gt/room0/gt_cloud.ply")
+    n = read_meta(s / "meta.json").frame_count
+    scene = read_scene(built_repo / "datasets/demo/scenes/room0/scene.json")
     p0, i0 = backproject(s, 0)
     p1, i1 = backproject(s, n - 1)
     checked = 0
@@ -82,8 +91,8 @@ def test_backprojection_matches_gt_cloud(built_repo: Path) -> None:
         checked += 1
     assert checked >= 2
     # Frame 0's points, projected into frame 1, land where frame 1 measures the same object at the same depth.
-    cam = schema.read_camera(s / "camera_params.json")
-    T1 = schema.read_traj(s / "traj.txt")[1]
+    cam = read_camera(s / "camera_params.json")
+    T1 = read_traj(s / "traj.txt")[1]
     pc = (p0 - T1[:3, 3]) @ T1[:3, :3]
     front = pc[:, 2] > 0.1
     u = np.floor(pc[front, 0] / pc[front, 2] * cam.fx + cam.cx).astype(int)
@@ -98,14 +107,14 @@ def test_backprojection_matches_gt_cloud(built_repo: Path) -> None:
 
 def test_scene_gt_files(built_repo: Path) -> None:
     gt = built_repo / "datasets/demo/gt"
-    cats = schema.read_gt_categories(gt / "room0/gt_categories.json")
+    cats = read_gt_categories(gt / "room0/gt_categories.json")
     vis = json.loads((gt / "room0/visibility.json").read_text())
     assert {s.object_id for s in cats.dataset.samples} == {int(k) for k, v in vis.items() if v["frames"] >= 1}
-    objs = schema.read_benchbot_gt(gt / "room0/objects.json")
-    assert len(objs.ground_truth.objects) == len(schema.read_scene(built_repo / "datasets/demo/scenes/room0/scene.json").objects)
-    prompts = schema.read_prompt_list(gt / "prompt_list.txt")
+    objs = read_benchbot_gt(gt / "room0/objects.json")
+    assert len(objs.ground_truth.objects) == len(read_scene(built_repo / "datasets/demo/scenes/room0/scene.json").objects)
+    prompts = read_prompt_list(gt / "prompt_list.txt")
     assert prompts == sorted(set(prompts))
-    l0 = schema.read_query_mapping(gt / "room0/gt_categories_query_to_object_mapping_l0.json").level0
+    l0 = read_query_mapping(gt / "room0/gt_categories_query_to_object_mapping_l0.json").level0
     assert "wall" not in l0 and "floor" not in l0  # excluded labels never become queries
     assert json.loads((built_repo / "datasets/demo/validation.json").read_text())["success"] is True
 
@@ -131,7 +140,7 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
     # chain: the crops change, push updates the tasks (Label Studio must run), pull re-reads the same annotations.
     params["lighting"]["baseline"]["ambient"] = 0.3
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    ds = schema.DatasetPaths(repo / "datasets", "demo")
+    ds = DatasetPaths(repo / "datasets", "demo")
     before = json.loads((ds.labels / "tasks.json").read_text())
     ls_server.start(ds)
     try:
@@ -149,7 +158,7 @@ def test_changing_one_condition_reruns_only_its_stages(pipeline_repo: Path) -> N
 
 
 def test_label_studio_secrets_never_tracked(built_repo: Path) -> None:
-    ds = schema.DatasetPaths(built_repo / "datasets", "demo")
+    ds = DatasetPaths(built_repo / "datasets", "demo")
     cred = ls_server.read_credentials(ds)
     assert len(cred.seats) == 4
     secrets = [s.token for s in cred.seats] + [s.admin_password for s in cred.seats] + list(ls_server.read_simulated(ds).values())

@@ -35,9 +35,9 @@ def relabel_in_label_studio(repo: Path, object_id: int, synonyms: str) -> None:
     from annotation import ls_server
     from annotation.ls_client import AnnotatorSession
     from annotation.push import read_tasks_record
-    from tiermap import schema
+    from tiermap.formats.layout import DatasetPaths
 
-    ds = schema.DatasetPaths(repo / "datasets", "demo")
+    ds = DatasetPaths(repo / "datasets", "demo")
     ls_server.start(ds)
     try:
         record = read_tasks_record(ds)

@@ -8,8 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tiermap import schema
-from tiermap.schema import SchemaError
+from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.labels import read_labels, write_labels
+from tiermap.formats.openlex3d import (
+    read_gt_categories,
+    read_gt_cloud,
+    read_prompt_list,
+    read_query_mapping,
+    write_gt_cloud,
+    write_prompt_list,
+)
+from tiermap.formats.scene import Scene, read_scene
+from tiermap.formats.sequence import read_camera, read_meta, read_traj, write_traj
 
 ROT = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 
@@ -26,11 +37,11 @@ def write(path: Path, data: object) -> Path:
 
 
 def test_scene_round_trip_is_byte_stable(tmp_path: Path) -> None:
-    sc = schema.Scene.model_validate(scene_dict())
-    a = schema.write_model(sc, tmp_path / "a.json").read_bytes()
-    b = schema.write_model(schema.read_scene(tmp_path / "a.json"), tmp_path / "b.json").read_bytes()
+    sc = Scene.model_validate(scene_dict())
+    a = write_model(sc, tmp_path / "a.json").read_bytes()
+    b = write_model(read_scene(tmp_path / "a.json"), tmp_path / "b.json").read_bytes()
     assert a == b
-    assert schema.read_scene(tmp_path / "a.json").objects[0].lexicon.synonyms == ["mug", "cup"]
+    assert read_scene(tmp_path / "a.json").objects[0].lexicon.synonyms == ["mug", "cup"]
 
 
 @pytest.mark.parametrize("mutate, field, expected", [
@@ -46,40 +57,40 @@ def test_bad_scene_names_file_and_field(tmp_path: Path, mutate, field: str, expe
     mutate(d)
     path = write(tmp_path / "scene.json", d)
     with pytest.raises(SchemaError) as e:
-        schema.read_scene(path)
+        read_scene(path)
     msg = str(e.value)
     assert "\n" not in msg and str(path) in msg and f"field '{field}'" in msg and expected in msg, msg
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="expected an existing file"):
-        schema.read_camera(tmp_path / "nope.json")
+        read_camera(tmp_path / "nope.json")
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(SchemaError, match=r"bad.json: field '<file>': expected valid JSON"):
-        schema.read_meta(tmp_path / "bad.json")
+        read_meta(tmp_path / "bad.json")
 
 
 def test_camera_rejects_nan_and_negative(tmp_path: Path) -> None:
     good = {"w": 4, "h": 3, "fx": 2.0, "fy": 2.0, "cx": 2.0, "cy": 1.5, "depth_scale": 1000.0}
-    assert schema.read_camera(write(tmp_path / "c.json", good)).K()[0, 2] == 2.0
+    assert read_camera(write(tmp_path / "c.json", good)).K()[0, 2] == 2.0
     with pytest.raises(SchemaError, match="field 'fx'"):
-        schema.read_camera(write(tmp_path / "c.json", {**good, "fx": -1}))
+        read_camera(write(tmp_path / "c.json", {**good, "fx": -1}))
     (tmp_path / "n.json").write_text(json.dumps({**good, "cy": 1.0}).replace("1.0", "NaN"))
     with pytest.raises(SchemaError, match="field 'cy'"):
-        schema.read_camera(tmp_path / "n.json")
+        read_camera(tmp_path / "n.json")
 
 
 def test_traj_round_trip_and_errors(tmp_path: Path) -> None:
     poses = np.stack([np.eye(4)] * 3)
     poses[1, :3, 3] = [1.5, -2.0, 0.25]
-    schema.write_traj(tmp_path / "traj.txt", poses)
-    np.testing.assert_allclose(schema.read_traj(tmp_path / "traj.txt"), poses)
+    write_traj(tmp_path / "traj.txt", poses)
+    np.testing.assert_allclose(read_traj(tmp_path / "traj.txt"), poses)
     (tmp_path / "t2.txt").write_text("1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\n1 0 0 0\n")
     with pytest.raises(SchemaError, match=r"t2.txt: field 'line 2': expected 16 finite numbers"):
-        schema.read_traj(tmp_path / "t2.txt")
+        read_traj(tmp_path / "t2.txt")
     (tmp_path / "t3.txt").write_text("2 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\n")
     with pytest.raises(SchemaError, match="rigid transform"):
-        schema.read_traj(tmp_path / "t3.txt")
+        read_traj(tmp_path / "t3.txt")
 
 
 def gt_dict() -> dict:
@@ -88,79 +99,79 @@ def gt_dict() -> dict:
 
 
 def test_gt_categories_official_form(tmp_path: Path) -> None:
-    gt = schema.read_gt_categories(write(tmp_path / "g.json", gt_dict()))
+    gt = read_gt_categories(write(tmp_path / "g.json", gt_dict()))
     assert gt.by_id()[3].labels.flag == "ambiguous"
-    out = json.loads(schema.write_model(gt, tmp_path / "o.json").read_text())
+    out = json.loads(write_model(gt, tmp_path / "o.json").read_text())
     assert out == gt_dict()
     bad = gt_dict()
     bad["dataset"]["samples"][0]["labels"]["image_attributes"]["clutter"] = [4]
     with pytest.raises(SchemaError, match=r"image_attributes.clutter.0'"):
-        schema.read_gt_categories(write(tmp_path / "b.json", bad))
+        read_gt_categories(write(tmp_path / "b.json", bad))
     bad = gt_dict()
     bad["dataset"]["samples"][0]["labels"]["flag"] = "unsure"
     with pytest.raises(SchemaError, match=r"labels.flag': expected Input should be 'ambiguous'"):
-        schema.read_gt_categories(write(tmp_path / "b.json", bad))
+        read_gt_categories(write(tmp_path / "b.json", bad))
 
 
 def test_query_mapping_and_benchbot(tmp_path: Path) -> None:
-    q = schema.read_query_mapping(write(tmp_path / "q.json", {"level0": {"chair": [12, 15]}}))
+    q = read_query_mapping(write(tmp_path / "q.json", {"level0": {"chair": [12, 15]}}))
     assert q.level0 == {"chair": [12, 15]} and q.level1 is None
     with pytest.raises(SchemaError, match="level2"):
-        schema.read_query_mapping(write(tmp_path / "q.json", {"level2": {}}))
+        read_query_mapping(write(tmp_path / "q.json", {"level2": {}}))
     bb = {"environment": {"name": "room", "variant": 1, "object_labels": []}, "format": {"name": "object_map_ground_truth"},
           "ground_truth": {"class_list": ["cup", "background"], "synonyms": {"mug": "cup"},
                            "objects": [{"class": "mug", "centroid": [0, 0, 0], "extent": [1, 1, 1]}]}}
-    g = schema.read_benchbot_gt(write(tmp_path / "o.json", bb))
+    g = read_benchbot_gt(write(tmp_path / "o.json", bb))
     assert g.ground_truth.objects[0].class_ == "mug"
-    assert json.loads(schema.write_model(g, tmp_path / "o2.json").read_text())["ground_truth"]["objects"][0]["class"] == "mug"
+    assert json.loads(write_model(g, tmp_path / "o2.json").read_text())["ground_truth"]["objects"][0]["class"] == "mug"
     bb["ground_truth"]["objects"][0]["class"] = "sofa"
     with pytest.raises(SchemaError, match="unknown: \\['sofa'\\]"):
-        schema.read_benchbot_gt(write(tmp_path / "o.json", bb))
+        read_benchbot_gt(write(tmp_path / "o.json", bb))
 
 
 def test_prompt_list(tmp_path: Path) -> None:
-    schema.write_prompt_list(tmp_path / "p.txt", ["sofa", "chair", "sofa", " "])
+    write_prompt_list(tmp_path / "p.txt", ["sofa", "chair", "sofa", " "])
     assert (tmp_path / "p.txt").read_text() == "chair\nsofa\n"
     (tmp_path / "b.txt").write_text("chair\n\nsofa\n")
     with pytest.raises(SchemaError, match="b.txt: field 'line 2': expected a non-blank prompt"):
-        schema.read_prompt_list(tmp_path / "b.txt")
+        read_prompt_list(tmp_path / "b.txt")
 
 
 def test_labels_table(tmp_path: Path) -> None:
     df = pd.DataFrame([{"scene": "s", "object_id": 3, "annotator": "a1", "category": "synonyms", "label": "mug", "raw_label": "Mug"}])
-    schema.write_labels(tmp_path / "l.parquet", df)
+    write_labels(tmp_path / "l.parquet", df)
     # A table without provenance reads back with annotation id 0 and empty times; one with it keeps them.
-    assert schema.read_labels(tmp_path / "l.parquet").to_dict("records") == [{**df.iloc[0].to_dict(), "annotation_id": 0,
+    assert read_labels(tmp_path / "l.parquet").to_dict("records") == [{**df.iloc[0].to_dict(), "annotation_id": 0,
                                                                               "created_at": "", "updated_at": ""}]
     prov = df.assign(annotation_id=12, created_at="2026-01-01T00:00:00Z", updated_at="2026-01-02T00:00:00Z")
-    schema.write_labels(tmp_path / "p.parquet", prov)
-    assert schema.read_labels(tmp_path / "p.parquet").to_dict("records") == prov.to_dict("records")
+    write_labels(tmp_path / "p.parquet", prov)
+    assert read_labels(tmp_path / "p.parquet").to_dict("records") == prov.to_dict("records")
     with pytest.raises(SchemaError, match=r"field 'annotation_id': expected integer annotation ids"):
-        schema.write_labels(tmp_path / "l4.parquet", df.assign(annotation_id="x"))
+        write_labels(tmp_path / "l4.parquet", df.assign(annotation_id="x"))
     with pytest.raises(SchemaError, match=r"l2.parquet: field 'category\[0\]': expected one of"):
-        schema.write_labels(tmp_path / "l2.parquet", df.assign(category="hypernym"))
+        write_labels(tmp_path / "l2.parquet", df.assign(category="hypernym"))
     assert not (tmp_path / "l2.parquet").exists()
     with pytest.raises(SchemaError, match=r"field 'label\[0\]': expected text, got 5"):
-        schema.write_labels(tmp_path / "l3.parquet", df.assign(label=5))
+        write_labels(tmp_path / "l3.parquet", df.assign(label=5))
     (tmp_path / "x.parquet").write_bytes(b"garbage")
     with pytest.raises(SchemaError, match="expected a parquet table"):
-        schema.read_labels(tmp_path / "x.parquet")
+        read_labels(tmp_path / "x.parquet")
 
 
 def test_gt_cloud_ply_and_npy(tmp_path: Path) -> None:
     pts = np.random.default_rng(0).random((10, 3))
     ids = np.arange(10) % 3
-    schema.write_gt_cloud(tmp_path / "c.ply", pts, ids)
-    p, i = schema.read_gt_cloud(tmp_path / "c.ply")
+    write_gt_cloud(tmp_path / "c.ply", pts, ids)
+    p, i = read_gt_cloud(tmp_path / "c.ply")
     np.testing.assert_allclose(p, pts, atol=1e-6)
     assert i.tolist() == ids.tolist()
     np.save(tmp_path / "p.npy", pts)
     np.save(tmp_path / "i.npy", ids[:5])
     with pytest.raises(SchemaError, match="i.npy: field 'ids': expected shape \\(10,\\)"):
-        schema.read_gt_cloud(tmp_path / "p.npy", tmp_path / "i.npy")
+        read_gt_cloud(tmp_path / "p.npy", tmp_path / "i.npy")
     from plyfile import PlyData, PlyElement
 
     arr = np.zeros(3, dtype=[("x", "f4"), ("y", "f4"), ("z", "f4")])
     PlyData([PlyElement.describe(arr, "vertex")]).write(str(tmp_path / "noid.ply"))
     with pytest.raises(SchemaError, match="noid.ply: field 'vertex.object_id'"):
-        schema.read_gt_cloud(tmp_path / "noid.ply")
+        read_gt_cloud(tmp_path / "noid.ply")

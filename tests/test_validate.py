@@ -13,8 +13,22 @@ import pandas as pd
 import pytest
 
 from annotation.queries import query_mappings
-from tiermap import schema
-from tiermap.validate import Check, format_summary, gt_checksums, validate_dataset, validate_labels_file
+from tiermap.formats.base import write_model
+from tiermap.formats.labels import LABEL_COLUMNS, write_labels
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.openlex3d import (
+    CATEGORIES,
+    GTCategories,
+    write_gt_cloud,
+    write_prompt_list,
+)
+from tiermap.app.validate import (
+    Check,
+    format_summary,
+    gt_checksums,
+    validate_dataset,
+    validate_labels_file,
+)
 
 ANNOTATORS = ["a1", "a2", "a3", "a4"]
 CLOUD_IDS = {"room0": [0, 1, 2, 3], "room1": [0, 1, 5]}
@@ -41,28 +55,28 @@ def labels_table(gt: dict[str, list[dict]], annotators: list[str] = ANNOTATORS) 
     """Every annotator gave every label of the GT (raw as typed: title case)."""
     rows = [{"scene": scene, "object_id": s["object_id"], "annotator": a, "category": cat, "label": lbl, "raw_label": lbl.title()}
             for scene, samples in gt.items() for s in samples for a in annotators
-            for cat in schema.CATEGORIES for lbl in s["labels"]["image_attributes"][cat]]
-    return pd.DataFrame(rows, columns=list(schema.LABEL_COLUMNS))
+            for cat in CATEGORIES for lbl in s["labels"]["image_attributes"][cat]]
+    return pd.DataFrame(rows, columns=list(LABEL_COLUMNS))
 
 
 def write_dataset(root: Path, gt: dict[str, list[dict]] | None = None, labels: pd.DataFrame | None | bool = True,
-                  prompts: list[str] | None = None) -> schema.DatasetPaths:
+                  prompts: list[str] | None = None) -> DatasetPaths:
     """A dataset folder: gt/<scene>/ (categories, query mappings, cloud, objects.json), prompt list, labels table.
 
     labels=True writes the clean labels table; a DataFrame writes that; None writes none.
     """
-    ds = schema.DatasetPaths(root, "demo")
+    ds = DatasetPaths(root, "demo")
     gt = clean_gt() if gt is None else gt
     union: set[str] = set()
     rng = np.random.default_rng(0)
     for scene, samples in gt.items():
         d = ds.gt / scene
-        cats = schema.GTCategories.model_validate({"dataset": {"samples": samples}})
-        schema.write_model(cats, d / "gt_categories.json")
+        cats = GTCategories.model_validate({"dataset": {"samples": samples}})
+        write_model(cats, d / "gt_categories.json")
         for level, mapping in query_mappings(cats).items():
-            schema.write_model(mapping, d / f"gt_categories_query_to_object_mapping_{level}.json")
+            write_model(mapping, d / f"gt_categories_query_to_object_mapping_{level}.json")
         ids = np.repeat(CLOUD_IDS[scene], 5)
-        schema.write_gt_cloud(d / "gt_cloud.ply", rng.random((len(ids), 3)), ids)
+        write_gt_cloud(d / "gt_cloud.ply", rng.random((len(ids), 3)), ids)
         bb = {"environment": {"name": scene, "variant": 1}, "format": {"name": "object_map_ground_truth"},
               "ground_truth": {"class_list": ["thing"], "objects": [
                   {"class": "thing", "centroid": [0.0, 0.0, 0.0], "extent": [1.0, 1.0, 1.0]} for _ in samples]}}
@@ -71,13 +85,13 @@ def write_dataset(root: Path, gt: dict[str, list[dict]] | None = None, labels: p
             a = s["labels"]["image_attributes"]
             union.update(a["synonyms"], a["depictions"], a["vis_sim"])
     if prompts is None:
-        schema.write_prompt_list(ds.prompt_list, union)
+        write_prompt_list(ds.prompt_list, union)
     else:
         ds.prompt_list.write_text("".join(f"{p}\n" for p in prompts))
     if labels is True:
         labels = labels_table(clean_gt())
     if isinstance(labels, pd.DataFrame):
-        schema.write_labels(ds.labels / "labels.parquet", labels)
+        write_labels(ds.labels / "labels.parquet", labels)
     return ds
 
 
@@ -99,7 +113,7 @@ def test_clean_dataset_passes(tmp_path: Path) -> None:
     assert {"unique_labels", "synonym_present", "annotator_count", "object_in_cloud", "clutter_ids_exist",
             "labels_in_prompt_list", "prompt_labels_known", "labels_known_objects"} <= set(names)
     assert json.loads(ds.validation_report.read_text()) == report
-    assert report["checksums"] == gt_checksums(ds.gt)  # what tiermap.release compares
+    assert report["checksums"] == gt_checksums(ds.gt)  # what tiermap.app.release compares
     assert report["dataset"] == "demo"
     index = Path(report["data_docs"])
     assert index == ds.dir / "validation_docs" / "index.html" and index.is_file()
@@ -111,7 +125,7 @@ def test_clean_dataset_passes(tmp_path: Path) -> None:
     lines = format_summary(report)
     assert lines[0] == "validation of dataset demo: clean"
     assert all(ln.startswith("  ok  ") for ln in lines[1:-1]) and lines[-1] == f"Data Docs: {index}"
-    # tiermap.release refuses GT changed after validation by comparing these checksums.
+    # tiermap.app.release refuses GT changed after validation by comparing these checksums.
     cats = ds.gt / "room0" / "gt_categories.json"
     cats.write_text(cats.read_text().replace('"desk"', '"writing desk"'))
     assert gt_checksums(ds.gt) != report["checksums"]
@@ -186,14 +200,14 @@ def test_three_annotators_instead_of_four(tmp_path: Path) -> None:
     (lambda p: [p[1], p[0], *p[2:]], "prompt_sorted", "prompt_list.txt line 2: 'bench' after 'bottle'"),
 ])
 def test_prompt_list_defects(tmp_path: Path, edit: Callable[[list[str]], list[str]], check: str, needle: str) -> None:
-    union = sorted({lbl for ss in clean_gt().values() for s in ss for c in schema.CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
+    union = sorted({lbl for ss in clean_gt().values() for s in ss for c in CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
     report = validate_dataset(write_dataset(tmp_path, prompts=edit(union)))
     assert failed(report) == [check], format_summary(report)
     assert any(needle in f for f in by_name(report)[check]["failures"]), by_name(report)[check]["failures"]
 
 
 def test_blank_prompt_line_is_an_expectation_failure_not_a_crash(tmp_path: Path) -> None:
-    union = sorted({lbl for ss in clean_gt().values() for s in ss for c in schema.CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
+    union = sorted({lbl for ss in clean_gt().values() for s in ss for c in CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
     report = validate_dataset(write_dataset(tmp_path, prompts=[*union[:3], "", *union[3:]]))
     assert "prompt_no_blank" in failed(report) and "files_readable" not in failed(report)
     assert by_name(report)["prompt_no_blank"]["failures"] == ["prompt_list.txt line 4: ''"]
@@ -223,7 +237,7 @@ def test_labels_table_rejected_by_reader_is_still_checked_row_by_row(tmp_path: P
     ds = write_dataset(tmp_path)
     df = labels_table(clean_gt())
     df.loc[[2, 5], column] = value
-    df.to_parquet(ds.labels / "labels.parquet", index=False)  # bypasses schema.write_labels
+    df.to_parquet(ds.labels / "labels.parquet", index=False)  # bypasses write_labels
     report = validate_dataset(ds)
     assert failed(report) == ["files_readable", check], format_summary(report)
     assert f"labels.parquet: field '{column}[2]'" in by_name(report)["files_readable"]["failures"][0]
@@ -270,7 +284,7 @@ def test_unreadable_files_fail_files_readable_without_crashing(tmp_path: Path) -
 
 
 def test_no_scenes(tmp_path: Path) -> None:
-    ds = schema.DatasetPaths(tmp_path, "empty")
+    ds = DatasetPaths(tmp_path, "empty")
     report = validate_dataset(ds)
     assert report["success"] is False and report["checksums"] == {}
     assert by_name(report)["files_readable"]["failures"][0].endswith("gt: no scene folders")
@@ -317,7 +331,7 @@ def test_failures_are_capped() -> None:
 
 
 def test_import_is_cheap() -> None:
-    code = "import sys, tiermap.validate; assert 'great_expectations' not in sys.modules and 'pandas' not in sys.modules"
+    code = "import sys, tiermap.app.validate; assert 'great_expectations' not in sys.modules and 'pandas' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

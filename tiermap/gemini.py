@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from tiermap import schema
+from tiermap.formats.base import SchemaError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -18,7 +18,7 @@ def gemini_client(purpose: str) -> Any:
 
     key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
     if not key:
-        raise schema.SchemaError("GEMINI_API_KEY", "<env>", f"a Gemini API key in the environment for {purpose}")
+        raise SchemaError("GEMINI_API_KEY", "<env>", f"a Gemini API key in the environment for {purpose}")
     return genai.Client(api_key=key, http_options=types.HttpOptions(
         base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL"),
         retry_options=types.HttpRetryOptions(attempts=5, initial_delay=0.5, max_delay=8.0)))
@@ -38,5 +38,5 @@ def ask_image(client: Any, model: str, image_png: bytes, prompt: str, answer: ty
         raise RuntimeError(f"Gemini {model}: HTTP {err.code} {err.status or ''} {str(err.message or '')[:120]} (after retries)") from None
     if resp.parsed is None:
         fields = ", ".join(answer.model_fields)
-        raise schema.SchemaError(f"gemini:{model}", "<answer>", f"JSON with fields {fields}", resp.text)
+        raise SchemaError(f"gemini:{model}", "<answer>", f"JSON with fields {fields}", resp.text)
     return resp.parsed

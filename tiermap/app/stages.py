@@ -8,27 +8,37 @@ from typing import Any
 
 import yaml
 
-from tiermap import schema
 from tiermap.atomic import atomic_dir
+from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.crops import CloseupIndex, CropIndex
+from tiermap.formats.labels import read_labels, write_labels
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.openlex3d import (
+    read_gt_categories,
+    read_gt_cloud,
+    write_prompt_list,
+)
+from tiermap.formats.scene import SCENE_MESH, read_scene, write_scene_mesh
+from tiermap.formats.sequence import SequenceMeta, read_traj
 
 
 def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
     """params.yaml as a dict."""
     path = Path(path)
     if not path.is_file():
-        raise schema.SchemaError(path, "<file>", "an existing params.yaml (run from the repository root or pass --params)")
+        raise SchemaError(path, "<file>", "an existing params.yaml (run from the repository root or pass --params)")
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict):
-        raise schema.SchemaError(path, "<root>", "a mapping of parameter blocks")
+        raise SchemaError(path, "<root>", "a mapping of parameter blocks")
     return data
 
 
-def build_dir(ds: schema.DatasetPaths, scene: str) -> Path:
+def build_dir(ds: DatasetPaths, scene: str) -> Path:
     """Per-scene GT of the pipeline (cloud, objects.json, visibility) before labels join it in gt/."""
     return ds.dir / "build" / scene
 
 
-def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], source: str | None = None, seed: int | None = None,
+def make_scene(ds: DatasetPaths, scene: str, params: dict[str, Any], source: str | None = None, seed: int | None = None,
                input_path: Path | str | None = None, classes: Path | str | None = None, up: str | None = None) -> Path:
     """Write scenes/<scene>/scene.json (and mesh.ply for mesh sources); arguments override params.yaml `scene.<scene>`
     (procedural) or `mesh_scene.<scene>` (replica, mesh, habitat: `source`, `input`, `seed`, optional `classes`, `up`)."""
@@ -37,25 +47,25 @@ def make_scene(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], sour
     spec = dict((params.get("scene") or {}).get(scene) or (params.get("mesh_scene") or {}).get(scene) or {})
     src = source or spec.get("source", "procedural")
     if seed is None and "seed" not in spec and src == "procedural":
-        raise schema.SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed (or pass --seed)")
+        raise SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed (or pass --seed)")
     input_path = input_path or spec.get("input")
     sc, mesh = build_scene(scene, src, seed=int(seed if seed is not None else spec.get("seed", 0)), input_path=input_path,
                            rooms=spec.get("rooms"), classes=classes or spec.get("classes"), up=up or spec.get("up"))
     with atomic_dir(ds.scene_dir(scene)) as tmp:
         if mesh is not None:
-            schema.write_scene_mesh(tmp / schema.SCENE_MESH, mesh)
-        schema.write_model(sc, tmp / "scene.json")
+            write_scene_mesh(tmp / SCENE_MESH, mesh)
+        write_model(sc, tmp / "scene.json")
     return ds.scene_dir(scene) / "scene.json"
 
 
-def make_sequence(ds: schema.DatasetPaths, scene: str, condition: str, params: dict[str, Any], renderer: str | None = None) -> schema.SequenceMeta:
+def make_sequence(ds: DatasetPaths, scene: str, condition: str, params: dict[str, Any], renderer: str | None = None) -> SequenceMeta:
     """Render sequences/<scene>/<condition>/."""
     from generation.sequence import render_sequence
 
     return render_sequence(ds.scene_dir(scene) / "scene.json", condition, params, ds.sequence_dir(scene, condition), renderer_name=renderer)
 
 
-def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], out: Path | None = None) -> dict[str, int]:
+def make_scene_gt(ds: DatasetPaths, scene: str, params: dict[str, Any], out: Path | None = None) -> dict[str, int]:
     """GT cloud, objects.json and visibility of one scene into `out` (default gt/<scene>/; the pipeline uses build/<scene>/)."""
     from generation.scene_gt import build_scene_gt
 
@@ -65,34 +75,34 @@ def make_scene_gt(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], o
         return build_scene_gt(ds.scene_dir(scene) / "scene.json", ref, tmp, float(g["density"]), int(g["min_pixels"]))
 
 
-def make_preview(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> list[Path]:
+def make_preview(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> list[Path]:
     """previews/<scene>/contact_sheet.png and topdown.png."""
     from generation.preview import contact_sheet, topdown_map
 
     out = ds.dir / "previews" / scene
     seqs = {c: ds.sequence_dir(scene, c) for c in params["conditions"]}
-    sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
-    traj = schema.read_traj(ds.sequence_dir(scene, params["reference_condition"]) / "traj.txt")
+    sc = read_scene(ds.scene_dir(scene) / "scene.json")
+    traj = read_traj(ds.sequence_dir(scene, params["reference_condition"]) / "traj.txt")
     with atomic_dir(out) as tmp:
         contact_sheet(seqs, tmp / "contact_sheet.png")
         topdown_map(sc, traj, tmp / "topdown.png")
     return [out / "contact_sheet.png", out / "topdown.png"]
 
 
-def labels_from_lexicon(ds: schema.DatasetPaths, scenes: list[str]) -> Path:
+def labels_from_lexicon(ds: DatasetPaths, scenes: list[str]) -> Path:
     """Write labels/labels.parquet from the scenes' lexicons (one 'lexicon' annotator)."""
     from annotation.lexicon_labels import lexicon_labels
 
     df = lexicon_labels([ds.scene_dir(s) / "scene.json" for s in scenes], [build_dir(ds, s) / "visibility.json" for s in scenes])
-    return schema.write_labels(ds.labels / "labels.parquet", df)
+    return write_labels(ds.labels / "labels.parquet", df)
 
 
-def closeups_dir(ds: schema.DatasetPaths, scene: str) -> Path:
+def closeups_dir(ds: DatasetPaths, scene: str) -> Path:
     """datasets/<d>/closeups/<scene>/: dedicated close-up renders of every object."""
     return ds.dir / "closeups" / scene
 
 
-def make_closeups(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], renderer: str | None = None) -> schema.CloseupIndex:
+def make_closeups(ds: DatasetPaths, scene: str, params: dict[str, Any], renderer: str | None = None) -> CloseupIndex:
     """closeups/<scene>/: the best close-up view of every object under the reference lighting (params annotation.closeups)."""
     from generation.closeup import CloseupParams, write_closeups
 
@@ -101,7 +111,7 @@ def make_closeups(ds: schema.DatasetPaths, scene: str, params: dict[str, Any], r
                           renderer or params["render"].get("renderer", "pyrender"))
 
 
-def make_crops(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> schema.CropIndex:
+def make_crops(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> CropIndex:
     """crops/<scene>/: masked and context crops from each visible object's close-up, best sequence frames as context."""
     from annotation.crops import write_crops
 
@@ -112,38 +122,38 @@ def make_crops(ds: schema.DatasetPaths, scene: str, params: dict[str, Any]) -> s
                        closeup_dir=closeups_dir(ds, scene))
 
 
-def aggregated_dir(ds: schema.DatasetPaths) -> Path:
+def aggregated_dir(ds: DatasetPaths) -> Path:
     """aggregated/<scene>/gt_categories.json (labels merged, before clutter) and spelling_corrections.csv."""
     return ds.dir / "aggregated"
 
 
-def make_aggregate(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
+def make_aggregate(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     """Merge annotators' labels per object (normalise, spell-correct, union, least specific category, ambiguous flag)."""
     from annotation.aggregate import aggregate_dataset_with_report
 
-    labels = schema.read_labels(ds.labels / "labels.parquet")
+    labels = read_labels(ds.labels / "labels.parquet")
     unknown = sorted(set(labels["scene"]) - set(scenes))
     if unknown:
-        raise schema.SchemaError(ds.labels / "labels.parquet", "scene", f"scenes of this dataset {scenes}", unknown[0])
+        raise SchemaError(ds.labels / "labels.parquet", "scene", f"scenes of this dataset {scenes}", unknown[0])
     names: dict[str, dict[int, str]] = {}
     for scene in scenes:
-        sc = schema.read_scene(ds.scene_dir(scene) / "scene.json")
+        sc = read_scene(ds.scene_dir(scene) / "scene.json")
         names[scene] = {o.id: o.class_name for o in sc.objects}
         bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - set(names[scene]))
         if bad:
-            raise schema.SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
+            raise SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
     # Known words for spelling correction: the objects' class names (the labels themselves weigh in by use).
     vocabulary = {n.replace("_", " ") for objs in names.values() for n in objs.values()}
     gts, corrections = aggregate_dataset_with_report(labels, names, vocabulary)
     with atomic_dir(aggregated_dir(ds)) as tmp:
         for scene, gt in gts.items():
             (tmp / scene).mkdir()
-            schema.write_model(gt, tmp / scene / "gt_categories.json")
+            write_model(gt, tmp / scene / "gt_categories.json")
         corrections.to_csv(tmp / "spelling_corrections.csv", index=False)
     return {"scenes": len(gts), "objects": sum(len(g.dataset.samples) for g in gts.values()), "spelling corrections": len(corrections)}
 
 
-def make_clutter(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
+def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     """Assemble gt/: clutter from oriented-box IoU > 0, query mappings l0/l1/all, prompt list, scene GT files."""
     from annotation.clutter import add_clutter, boxes_from_cloud, clutter_pairs
     from annotation.queries import prompt_labels, query_mappings
@@ -155,21 +165,21 @@ def make_clutter(ds: schema.DatasetPaths, scenes: list[str]) -> dict[str, int]:
         for scene in scenes:
             # In the DVC pipeline scene GT comes from build/<scene>; run by hand it may have been written to gt/<scene>.
             src = build_dir(ds, scene) if build_dir(ds, scene).is_dir() else ds.gt / scene
-            gt = schema.read_gt_categories(aggregated_dir(ds) / scene / "gt_categories.json")
-            points, ids = schema.read_gt_cloud(src / GT_CLOUD)
+            gt = read_gt_categories(aggregated_dir(ds) / scene / "gt_categories.json")
+            points, ids = read_gt_cloud(src / GT_CLOUD)
             gt = add_clutter(gt, clutter_pairs(boxes_from_cloud(points, ids)))
             out = tmp / scene
             out.mkdir()
-            schema.write_model(gt, out / "gt_categories.json")
+            write_model(gt, out / "gt_categories.json")
             for level, mapping in query_mappings(gt).items():
-                schema.write_model(mapping, out / f"gt_categories_query_to_object_mapping_{level}.json")
+                write_model(mapping, out / f"gt_categories_query_to_object_mapping_{level}.json")
             for name in (GT_CLOUD, "objects.json", "visibility.json"):
                 shutil.copy2(src / name, out / name)
             gts.append(gt)
             counts["scenes"] += 1
             counts["objects"] += len(gt.dataset.samples)
             counts["clutter pairs"] += sum(len(s.labels.image_attributes.clutter) for s in gt.dataset.samples) // 2
-        schema.write_prompt_list(tmp / "prompt_list.txt", prompt_labels(gts))
+        write_prompt_list(tmp / "prompt_list.txt", prompt_labels(gts))
     return counts
 
 

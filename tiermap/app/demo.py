@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tiermap import schema
-from tiermap.stages import dvc, load_params
+from tiermap.formats.layout import DatasetPaths
+from tiermap.app.stages import dvc, load_params
 
 
-def label_with_simulated_annotators(repo: Path, ds: schema.DatasetPaths, scenes: list[str], annotators: int) -> dict[str, int]:
+def label_with_simulated_annotators(repo: Path, ds: DatasetPaths, scenes: list[str], annotators: int) -> dict[str, int]:
     """Give simulated annotators their seats, push crops, let them label, pull; stop the servers."""
     from annotation import ls_server
     from annotation.annotators import ensure_simulated
@@ -24,7 +24,7 @@ def label_with_simulated_annotators(repo: Path, ds: schema.DatasetPaths, scenes:
     return counts
 
 
-def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
+def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
     """scenes → sequences → scene GT → close-ups → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
     params = load_params(repo / "params.yaml")
     scenes = list(params["scenes"])
@@ -54,7 +54,7 @@ def run_demo(repo: Path, ds: schema.DatasetPaths) -> dict[str, str]:
     }
 
 
-def score_baseline(ds: schema.DatasetPaths, scenes: list[str], conditions: list[str], reference: str) -> str:
+def score_baseline(ds: DatasetPaths, scenes: list[str], conditions: list[str], reference: str) -> str:
     """Caption baseline (oracle captions, MiniLM) on every sequence, scored with the four `tiermap eval` metrics."""
     from evaluation.baseline import caption_baseline
     from evaluation.layout import osma_inputs, retrieval_scenes, segmentation_scenes

@@ -38,7 +38,7 @@ def check_environment(repo: Path = Path("."), label_studio_url: str | None = Non
     out.append(Finding("renderer: habitat-sim (GPU, optional)", err is None, err or "habitat-sim available",
                        "install habitat-sim on a GPU workstation: conda install habitat-sim -c conda-forge -c aihabitat"))
     try:
-        from tiermap.stages import dvc_remotes
+        from tiermap.app.stages import dvc_remotes
 
         remotes, default = dvc_remotes(repo)
         out.append(Finding("dvc remote", bool(remotes), f"remotes: {remotes or 'none'}, default: {default or 'none'}",

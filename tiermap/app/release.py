@@ -8,9 +8,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tiermap import atomic, schema
-from tiermap.stages import dvc, dvc_remotes
-from tiermap.validate import gt_checksums
+from tiermap import atomic
+from tiermap.formats.base import SchemaError, dump_json
+from tiermap.formats.labels import read_labels
+from tiermap.formats.layout import GT_READERS, DatasetPaths
+from tiermap.formats.openlex3d import GT_CATEGORIES, read_gt_categories
+from tiermap.app.stages import dvc, dvc_remotes
+from tiermap.app.validate import gt_checksums
 
 VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
@@ -46,12 +50,12 @@ def released_versions(repo: Path, dataset: str) -> list[tuple[int, int, int]]:
     return sorted(out)  # type: ignore[return-value]
 
 
-def manifest(ds: schema.DatasetPaths, version: str, today: str) -> dict[str, Any]:
+def manifest(ds: DatasetPaths, version: str, today: str) -> dict[str, Any]:
     """What a release contains: labels per scene/object/category, conditions, GT checksums."""
     scenes: dict[str, Any] = {}
     for scene in ds.gt_scenes():
-        gt = schema.read_gt_categories(ds.gt / scene / "gt_categories.json")
-        scenes[scene] = {str(s.object_id): {c: list(getattr(s.labels.image_attributes, c)) for c in schema.GT_CATEGORIES}
+        gt = read_gt_categories(ds.gt / scene / "gt_categories.json")
+        scenes[scene] = {str(s.object_id): {c: list(getattr(s.labels.image_attributes, c)) for c in GT_CATEGORIES}
                          for s in gt.dataset.samples}
     conditions = sorted({p.parent.name for p in (ds.dir / "sequences").glob("*/*/meta.json")})
     return {"dataset": ds.name, "version": version, "date": today, "scenes": scenes, "conditions": conditions,
@@ -62,7 +66,7 @@ def annotator_labels(path: Path) -> dict[str, dict[str, list[str]]]:
     """Per annotator and object (scene/id): the 'category: label' pairs it gave (empty without a labels table)."""
     if not path.is_file():
         return {}
-    df = schema.read_labels(path)
+    df = read_labels(path)
     out: dict[str, dict[str, list[str]]] = {}
     for (who, scene, oid), g in df.groupby(["annotator", "scene", "object_id"], sort=True):
         out.setdefault(str(who), {})[f"{scene}/{oid}"] = sorted(set(g["category"] + ": " + g["label"]))
@@ -78,7 +82,7 @@ def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any
         added += [f"{scene}/{i}" for i in sorted(set(b) - set(a), key=int)]
         removed += [f"{scene}/{i}" for i in sorted(set(a) - set(b), key=int)]
         for oid in sorted(set(a) & set(b), key=int):
-            for cat in schema.GT_CATEGORIES:
+            for cat in GT_CATEGORIES:
                 plus = sorted(set(b[oid].get(cat, [])) - set(a[oid].get(cat, [])))
                 minus = sorted(set(a[oid].get(cat, [])) - set(b[oid].get(cat, [])))
                 if plus or minus:
@@ -101,7 +105,7 @@ def annotator_diff(old: dict[str, dict[str, list[str]]], new: dict[str, dict[str
 
 def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> str:
     """RELEASE.md text."""
-    counts = {c: 0 for c in schema.GT_CATEGORIES}
+    counts = {c: 0 for c in GT_CATEGORIES}
     n_obj = 0
     for objs in m["scenes"].values():
         n_obj += len(objs)
@@ -134,7 +138,7 @@ def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> 
     return "\n".join(lines)
 
 
-def ensure_artifact(repo: Path, ds: schema.DatasetPaths) -> bool:
+def ensure_artifact(repo: Path, ds: DatasetPaths) -> bool:
     """Declare the dataset's GT as a DVC artifact in dvc.yaml; True if dvc.yaml changed."""
     from ruamel.yaml import YAML
 
@@ -157,7 +161,7 @@ def ensure_artifact(repo: Path, ds: schema.DatasetPaths) -> bool:
     return True
 
 
-def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str | None) -> tuple[str, str | None]:
+def check_ready(repo: Path, ds: DatasetPaths, version: str, remote: str | None) -> tuple[str, str | None]:
     """Every refusal condition; returns (remote name, previous version)."""
     if not VERSION_RE.match(version):
         raise ReleaseError(f"version {version!r}: expected X.Y.Z (e.g. 0.1.0)")
@@ -178,10 +182,10 @@ def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str |
     if not ds.gt.is_dir() or not ds.gt_scenes():
         raise ReleaseError(f"{ds.gt}: no GT to release (run `dvc repro`)")
     for scene in ds.gt_scenes():
-        for name_, reader in schema.GT_READERS.items():
+        for name_, reader in GT_READERS.items():
             try:
                 reader(ds.gt / scene / name_)
-            except schema.SchemaError as err:
+            except SchemaError as err:
                 raise ReleaseError(f"invalid GT file: {err}") from None
     if not ds.validation_report.is_file():
         raise ReleaseError(f"{ds.validation_report}: no validation report (run `tiermap validate --dataset {ds.name}`)")
@@ -199,7 +203,7 @@ def check_ready(repo: Path, ds: schema.DatasetPaths, version: str, remote: str |
     return name, prev
 
 
-def release(version: str, ds: schema.DatasetPaths, remote: str | None = None, today: str | None = None) -> Path:
+def release(version: str, ds: DatasetPaths, remote: str | None = None, today: str | None = None) -> Path:
     """Release the dataset's GT: refuse unless ready; datasheet; dvc push; commit; GTO tag. Returns RELEASE.md."""
     repo = Path(_git(["rev-parse", "--show-toplevel"], ds.root if ds.root.exists() else Path.cwd()).strip())
     remote_name, prev = check_ready(repo, ds, version, remote)
@@ -213,7 +217,7 @@ def release(version: str, ds: schema.DatasetPaths, remote: str | None = None, to
     m["diff"] = diff
     touched = [ds.release_notes, ds.dir / "release.json"]
     atomic.write_text(ds.release_notes, datasheet(m, diff, prev))
-    atomic.write_text(ds.dir / "release.json", schema.dump_json(m))
+    atomic.write_text(ds.dir / "release.json", dump_json(m))
     if ensure_artifact(repo, ds):
         touched.append(repo / "dvc.yaml")
     try:

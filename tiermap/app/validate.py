@@ -6,7 +6,7 @@ great-expectations context, and every expectation becomes one named check of the
 the offending scene, object id and label (mapped back from GE's unexpected rows). `validate_dataset`
 writes `validation.json` (which `tiermap release` checks, GT checksums included) and Data Docs HTML.
 
-great_expectations is imported inside the functions: it takes seconds, `import tiermap.validate` must not.
+great_expectations is imported inside the functions: it takes seconds, `import tiermap.app.validate` must not.
 """
 from __future__ import annotations
 
@@ -16,7 +16,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiermap import atomic, schema
+from tiermap import atomic
+from tiermap.formats.base import SchemaError, dump_json
+from tiermap.formats.labels import LABEL_COLUMNS, read_labels
+from tiermap.formats.layout import GT_READERS, DatasetPaths
+from tiermap.formats.openlex3d import (
+    CATEGORIES,
+    GTCategories,
+    read_gt_categories,
+    read_gt_cloud,
+    read_prompt_list,
+)
 
 LABEL_REGEX = r"^[^\sA-Z_]+(?: [^\sA-Z_]+)*$"
 """Normalised label: no uppercase, no underscore, single spaces between words, none at either end."""
@@ -113,13 +123,13 @@ class _Inputs:
         msg = str(err).splitlines()[0] if err is not None else None
         self.rows["files"].append({"file": str(path), "error": msg})
 
-    def add_gt(self, scene: str, gt: schema.GTCategories, cloud_ids: set[int] | None) -> None:
+    def add_gt(self, scene: str, gt: GTCategories, cloud_ids: set[int] | None) -> None:
         """Label, object and clutter rows of one scene's gt_categories.json."""
         for s in gt.dataset.samples:
             a, oid = s.labels.image_attributes, s.object_id
             base = {"scene": scene, "object_id": oid, "name": s.name}
             self.gt_keys.add(f"{scene}/{oid}")
-            for cat in schema.CATEGORIES:
+            for cat in CATEGORIES:
                 for lbl in getattr(a, cat):
                     self.rows["gt_labels"].append({**base, "category": cat, "label": lbl})
                     self.label_union.add(lbl)
@@ -153,15 +163,15 @@ class _Inputs:
 def _prompt_rows(inp: _Inputs, path: Path) -> None:
     """Prompt-list rows from the raw lines (blank lines included, so the expectations see them)."""
     try:
-        schema.read_prompt_list(path)
-    except schema.SchemaError as err:
+        read_prompt_list(path)
+    except SchemaError as err:
         if not err.field.startswith("line "):  # blank lines are the prompt_no_blank expectation's job
             inp.file(path, err)
             return
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as err:
-        inp.file(path, schema.SchemaError(path, "<file>", f"UTF-8 text ({type(err).__name__})"))
+        inp.file(path, SchemaError(path, "<file>", f"UTF-8 text ({type(err).__name__})"))
         return
     inp.file(path)
     if lines and lines[-1] == "":
@@ -172,25 +182,25 @@ def _prompt_rows(inp: _Inputs, path: Path) -> None:
 
 
 def _labels_frame(inp: _Inputs, path: Path) -> Any:
-    """The labels table through schema.read_labels; on a SchemaError, the raw table if it has the columns."""
+    """The labels table through read_labels; on a SchemaError, the raw table if it has the columns."""
     import pandas as pd
 
     try:
-        df = schema.read_labels(path)
+        df = read_labels(path)
         inp.file(path)
         return df
-    except schema.SchemaError as err:
+    except SchemaError as err:
         inp.file(path, err)
     try:
         df = pd.read_parquet(path)
     except Exception:  # pyarrow raises several types for corrupt files; the reader's error is recorded
         return None
-    if any(c not in df.columns for c in schema.LABEL_COLUMNS):
+    if any(c not in df.columns for c in LABEL_COLUMNS):
         return None
-    return df[list(schema.LABEL_COLUMNS)].reset_index(drop=True)
+    return df[list(LABEL_COLUMNS)].reset_index(drop=True)
 
 
-def _dataset_inputs(ds: schema.DatasetPaths) -> _Inputs:
+def _dataset_inputs(ds: DatasetPaths) -> _Inputs:
     """Read every file of the dataset into table rows; reader errors become rows of the files table."""
     inp = _Inputs()
     labels_path = ds.labels / "labels.parquet"
@@ -208,25 +218,25 @@ def _dataset_inputs(ds: schema.DatasetPaths) -> _Inputs:
     unreadable: set[str] = set()
     for scene in scenes:
         d = ds.gt / scene
-        for name, reader in schema.GT_READERS.items():
+        for name, reader in GT_READERS.items():
             if name == "gt_categories.json":
                 continue
             try:
                 reader(d / name)
                 inp.file(d / name)
-            except schema.SchemaError as err:
+            except SchemaError as err:
                 inp.file(d / name, err)
         cloud_ids = None
         try:
-            _, ids = schema.read_gt_cloud(d / GT_CLOUD)
+            _, ids = read_gt_cloud(d / GT_CLOUD)
             cloud_ids = {int(i) for i in set(ids.tolist())}
             inp.file(d / GT_CLOUD)
-        except schema.SchemaError as err:
+        except SchemaError as err:
             inp.file(d / GT_CLOUD, err)
         try:
-            gt = schema.read_gt_categories(d / "gt_categories.json")
+            gt = read_gt_categories(d / "gt_categories.json")
             inp.file(d / "gt_categories.json")
-        except schema.SchemaError as err:
+        except SchemaError as err:
             inp.file(d / "gt_categories.json", err)
             unreadable.add(scene)
             continue
@@ -285,10 +295,10 @@ def _lab_row(r: dict[str, Any]) -> str:
 
 def _specs(inp: _Inputs, annotators: int, dataset: bool) -> list[_Spec]:
     """The suite: every check of a dataset (or, dataset=False, those that need only gt_categories.json)."""
-    cats = list(schema.CATEGORIES)
+    cats = list(CATEGORIES)
     S = _Spec
     specs = [
-        S("files_readable", "files", "every file read passes tiermap.schema's readers",
+        S("files_readable", "files", "every file read passes tiermap.formats' readers",
           "ExpectColumnValuesToBeNull", {"column": "error"}, lambda r: str(r["error"])),
         S("label_not_null", "gt_labels", "every label is present",
           "ExpectColumnValuesToNotBeNull", {"column": "label"}, _lbl),
@@ -372,9 +382,9 @@ def run_suite(inp: _Inputs, specs: list[_Spec], name: str, docs_dir: Path | None
     Returns the checks in `specs` order and the Data Docs index.html path (None without docs_dir).
     """
     import great_expectations as gx
+    import great_expectations.expectations as gxe
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import ProgressBarsConfig
-    import great_expectations.expectations as gxe
     from great_expectations.expectations.row_conditions import Column
 
     frames = inp.frames()
@@ -451,7 +461,7 @@ def _report(dataset: str | None, checks: list[Check], checksums: dict[str, str],
     }
 
 
-def validate_dataset(ds: schema.DatasetPaths, annotators: int = DEFAULT_ANNOTATORS) -> dict:
+def validate_dataset(ds: DatasetPaths, annotators: int = DEFAULT_ANNOTATORS) -> dict:
     """Run the suite over gt/ and labels/labels.parquet; write validation.json and Data Docs; return the report.
 
     `checksums` are the md5 of every GT file at validation time (`tiermap release` compares them).
@@ -460,7 +470,7 @@ def validate_dataset(ds: schema.DatasetPaths, annotators: int = DEFAULT_ANNOTATO
     inp = _dataset_inputs(ds)
     checks, docs = run_suite(inp, _specs(inp, annotators, dataset=True), ds.name, ds.dir / DOCS_DIRNAME)
     report = _report(ds.name, checks, gt_checksums(ds.gt) if ds.gt.is_dir() else {}, docs)
-    atomic.write_text(ds.validation_report, schema.dump_json(report))
+    atomic.write_text(ds.validation_report, dump_json(report))
     return report
 
 
@@ -473,10 +483,10 @@ def validate_labels_file(path: Path, docs_dir: Path | None = None) -> dict:
     inp = _Inputs()
     specs = _specs(inp, DEFAULT_ANNOTATORS, dataset=False)  # these use none of inp's sets
     try:
-        gt = schema.read_gt_categories(path)
+        gt = read_gt_categories(path)
         inp.file(path)
         inp.add_gt(path.parent.name or ".", gt, None)
-    except schema.SchemaError as err:
+    except SchemaError as err:
         inp.file(path, err)
         inp.skipped.update({s.name: f"{path.name} unreadable" for s in specs if s.table != "files"})
     checks, docs = run_suite(inp, specs, path.parent.name or "labels", docs_dir)

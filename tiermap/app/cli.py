@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 
 from evaluation.cli import baseline_app, eval_app
-from tiermap import schema
+from tiermap.formats.base import SchemaError
+from tiermap.formats.layout import DatasetPaths
 
 app = typer.Typer(help="tiermap: versioned RGB-D datasets, tiered labels and scoring for open-vocabulary 3D scene understanding.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -35,19 +36,19 @@ def _fail(err: Exception) -> None:
     raise typer.Exit(2)
 
 
-def _paths(root: Path, dataset: str) -> schema.DatasetPaths:
-    return schema.DatasetPaths(root, dataset)
+def _paths(root: Path, dataset: str) -> DatasetPaths:
+    return DatasetPaths(root, dataset)
 
 
 def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
     """Call a library function; known input errors become one red line and exit code 2."""
     from generation.conditions import UnknownConditionError
     from generation.trajectory import NoPathError
-    from tiermap.release import ReleaseError
+    from tiermap.app.release import ReleaseError
 
     try:
         return fn(*args, **kwargs)
-    except (schema.SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+    except (SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         _fail(err)
 
 
@@ -62,7 +63,7 @@ def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of
                                                                 "(default: <mesh stem>.classes.json or classes.json beside the mesh).")] = None,
                    up: Annotated[str | None, typer.Option(help="mesh: the file's up axis, z or y (default: z for PLY, y for glTF as its spec says).")] = None) -> None:
     """Generate a scene: scene.json from a seed (procedural) or from a labelled mesh (plus mesh.ply beside it)."""
-    from tiermap.stages import load_params, make_scene
+    from tiermap.app.stages import load_params, make_scene
 
     out = _run(lambda: make_scene(_paths(root, dataset), scene, load_params(params), source, seed, input, classes, up))
     console.print(f"scene written: {out}")
@@ -74,7 +75,7 @@ def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast | habitat (default: params render.renderer).")] = None) -> None:
     """Render one scene under one condition (RGB, depth, instance ids, traj.txt)."""
-    from tiermap.stages import load_params, make_sequence
+    from tiermap.app.stages import load_params, make_sequence
 
     meta = _run(lambda: make_sequence(_paths(root, dataset), scene, condition, load_params(params), renderer))
     console.print(f"sequence {scene}/{condition}: {meta.frame_count} frames ({meta.renderer})")
@@ -85,7 +86,7 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
                 root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                 out: Annotated[Path | None, typer.Option(help="Output folder (default <root>/<dataset>/gt/<scene>).")] = None) -> None:
     """Scene GT: point cloud with object ids, BenchBot objects.json, per-object visibility."""
-    from tiermap.stages import load_params, make_scene_gt
+    from tiermap.app.stages import load_params, make_scene_gt
 
     counts = _run(lambda: make_scene_gt(_paths(root, dataset), scene, load_params(params), out))
     console.print(f"scene GT {scene}: {counts}")
@@ -95,7 +96,7 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
 def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Contact sheet (same frames under every condition) and top-down map PNGs of a scene."""
-    from tiermap.stages import load_params, make_preview
+    from tiermap.app.stages import load_params, make_preview
 
     for p in _run(lambda: make_preview(_paths(root, dataset), scene, load_params(params))):
         console.print(f"wrote {p}")
@@ -106,7 +107,7 @@ def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast (default: params render.renderer).")] = None) -> None:
     """Close-up views of every object under the reference lighting (what annotators' crops are cut from)."""
-    from tiermap.stages import closeups_dir, load_params, make_closeups
+    from tiermap.app.stages import closeups_dir, load_params, make_closeups
 
     index = _run(lambda: make_closeups(_paths(root, dataset), scene, load_params(params), renderer))
     least = min((v.pixels or 0 for o in index.objects for v in o.rendered()), default=0)
@@ -115,7 +116,7 @@ def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 
 def _scenes(params: Path) -> list[str]:
-    from tiermap.stages import load_params
+    from tiermap.app.stages import load_params
 
     return list(_run(lambda: load_params(params))["scenes"])
 
@@ -129,7 +130,7 @@ def _show(counts: dict) -> None:  # type: ignore[type-arg]
 def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).")] = None,
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Pick the best views of every visible object and write masked, context and frame crops under crops/<scene>/."""
-    from tiermap.stages import load_params, make_crops
+    from tiermap.app.stages import load_params, make_crops
 
     p = _run(lambda: load_params(params))
     for s in [scene] if scene else list(p["scenes"]):
@@ -163,7 +164,7 @@ def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo
 def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Create or update the labelling project and one task per (scene, object) on every seat; safe to re-run."""
     from annotation.push import push
-    from tiermap.stages import load_params
+    from tiermap.app.stages import load_params
 
     p = _run(lambda: load_params(params))
     _show(_run(lambda: push(_paths(root, dataset), list(p["scenes"]), int(p["annotation"]["annotators"]), log=console.print)))
@@ -249,7 +250,7 @@ def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -
 @annotate.command("lexicon")
 def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Write labels/labels.parquet from the scenes' lexicons (seed labels without Label Studio)."""
-    from tiermap.stages import labels_from_lexicon, load_params
+    from tiermap.app.stages import labels_from_lexicon, load_params
 
     out = _run(lambda: labels_from_lexicon(_paths(root, dataset), list(load_params(params)["scenes"])))
     console.print(f"labels written: {out}")
@@ -258,7 +259,7 @@ def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "de
 @app.command("aggregate")
 def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Merge annotators' labels into aggregated/<scene>/gt_categories.json (OpenLex3D §3.1.2)."""
-    from tiermap.stages import make_aggregate
+    from tiermap.app.stages import make_aggregate
 
     _show(_run(lambda: make_aggregate(_paths(root, dataset), _scenes(params))))
 
@@ -266,7 +267,7 @@ def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", pa
 @app.command("clutter")
 def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Clutter from oriented-box IoU > 0 and the published gt/ (query mappings, prompt list, scene GT)."""
-    from tiermap.stages import make_clutter
+    from tiermap.app.stages import make_clutter
 
     _show(_run(lambda: make_clutter(_paths(root, dataset), _scenes(params))))
 
@@ -275,8 +276,8 @@ def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", para
 def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
              labels: Annotated[Path | None, typer.Option("--labels", help="Check one gt_categories.json on its own.")] = None) -> None:
     """Great-expectations suite over the labels and GT files; Data Docs HTML; exit 1 when any expectation fails."""
-    from tiermap.stages import load_params
-    from tiermap.validate import format_summary, validate_dataset, validate_labels_file
+    from tiermap.app.stages import load_params
+    from tiermap.app.validate import format_summary, validate_dataset, validate_labels_file
 
     if labels is not None:
         report = _run(lambda: validate_labels_file(labels))
@@ -296,8 +297,8 @@ def release(version: Annotated[str, typer.Argument(help="Semantic version X.Y.Z.
             root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo",
             remote: Annotated[str | None, typer.Option(help="DVC remote name (default: the repo's default remote).")] = None) -> None:
     """Release the dataset's GT: datasheet + label diff, dvc push, commit, tag <dataset>-gt@vX.Y.Z."""
-    from tiermap.release import release as do_release
-    from tiermap.release import tag_name
+    from tiermap.app.release import release as do_release
+    from tiermap.app.release import tag_name
 
     notes = _run(lambda: do_release(version, _paths(root, dataset), remote=remote))
     console.print(f"released {tag_name(dataset, version)}; datasheet: {notes}")
@@ -307,7 +308,7 @@ def release(version: Annotated[str, typer.Argument(help="Semantic version X.Y.Z.
 @app.command("doctor")
 def doctor(label_studio_url: Annotated[str | None, typer.Option(help="Label Studio URL to check.")] = None) -> None:
     """Check the environment (renderers, DVC remote, Label Studio, Gemini key) and print fixes."""
-    from tiermap.doctor import check_environment
+    from tiermap.app.doctor import check_environment
 
     findings = check_environment(Path("."), label_studio_url)
     for f in findings:
@@ -322,7 +323,7 @@ def doctor(label_studio_url: Annotated[str | None, typer.Option(help="Label Stud
 @app.command("demo")
 def demo(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
     """Run the main job on the embedded procedural default and print where the results are."""
-    from tiermap.demo import run_demo
+    from tiermap.app.demo import run_demo
 
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
     summary = _run(lambda: run_demo(Path("."), _paths(root, dataset)))

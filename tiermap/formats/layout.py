@@ -1,0 +1,71 @@
+"""Where every file of a dataset lives: folder layout and file names, defined once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.openlex3d import read_gt_categories, read_query_mapping
+
+
+class DatasetPaths:
+    """Paths of one dataset under the data root (the layout of the data contract)."""
+
+    def __init__(self, root: Path | str, name: str) -> None:
+        self.root = Path(root)
+        self.name = name
+        self.dir = self.root / name
+
+    def scene_dir(self, scene: str) -> Path:
+        """datasets/<d>/scenes/<scene>/."""
+        return self.dir / "scenes" / scene
+
+    def sequence_dir(self, scene: str, condition: str) -> Path:
+        """datasets/<d>/sequences/<scene>/<condition>/."""
+        return self.dir / "sequences" / scene / condition
+
+    @property
+    def gt(self) -> Path:
+        """datasets/<d>/gt/."""
+        return self.dir / "gt"
+
+    @property
+    def labels(self) -> Path:
+        """datasets/<d>/labels/."""
+        return self.dir / "labels"
+
+    @property
+    def prompt_list(self) -> Path:
+        """datasets/<d>/gt/prompt_list.txt (per dataset, as the official layout)."""
+        return self.gt / "prompt_list.txt"
+
+    @property
+    def validation_report(self) -> Path:
+        """datasets/<d>/validation.json, written by `tiermap validate` (git-tracked metrics)."""
+        return self.dir / "validation.json"
+
+    @property
+    def release_notes(self) -> Path:
+        """datasets/<d>/RELEASE.md."""
+        return self.dir / "RELEASE.md"
+
+    def gt_scenes(self) -> list[str]:
+        """Scenes that have a GT folder."""
+        if not self.gt.is_dir():
+            return []
+        return sorted(p.name for p in self.gt.iterdir() if p.is_dir())
+
+
+GT_FILES = (
+    "gt_categories.json",
+    "gt_categories_query_to_object_mapping_l0.json",
+    "gt_categories_query_to_object_mapping_l1.json",
+    "gt_categories_query_to_object_mapping_all.json",
+    "objects.json",
+)
+GT_READERS = {
+    "gt_categories.json": read_gt_categories,
+    "gt_categories_query_to_object_mapping_l0.json": read_query_mapping,
+    "gt_categories_query_to_object_mapping_l1.json": read_query_mapping,
+    "gt_categories_query_to_object_mapping_all.json": read_query_mapping,
+    "objects.json": read_benchbot_gt,
+}

@@ -1,0 +1,162 @@
+"""scene.json and the scene's labelled mesh (mesh.ply): objects, boxes, rooms, units in metres, z up."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from tiermap import atomic
+from tiermap.formats.base import Model, SchemaError, Vec3, read_model
+
+SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh")
+
+
+class OBB(Model):
+    """Oriented box: centre, full extent along its axes, rotation whose columns are the axes."""
+
+    center: Vec3
+    extent: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=3, max_length=3)]
+    R: Annotated[list[Vec3], Field(min_length=3, max_length=3)]
+
+    @field_validator("R")
+    @classmethod
+    def _rotation(cls, v: list[list[float]]) -> list[list[float]]:
+        r = np.asarray(v, dtype=float)
+        if not np.allclose(r @ r.T, np.eye(3), atol=1e-5) or np.linalg.det(r) < 0:
+            raise ValueError("a proper rotation matrix (orthonormal, det +1)")
+        return v
+
+
+class Lexicon(Model):
+    """Plausible names of an object per category (drives simulated annotators and the demo baseline)."""
+
+    synonyms: list[str] = []
+    depictions: list[str] = []
+    vis_sim: list[str] = []
+
+
+class Appearance(Model):
+    """Base colour and an optional procedural texture (a pattern, a motif, or `words` with `text`)."""
+
+    color: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=3, max_length=3)] = [0.6, 0.6, 0.6]
+    texture: str | None = None
+    text: str | None = None
+
+
+class SceneObject(Model):
+    """One object of a scene; `id` is the instance id written to instance images (uint16, 0 = none).
+
+    `parts` are world-space boxes the object is built from (none: the OBB itself is the geometry).
+    """
+
+    id: Annotated[int, Field(ge=1, le=65535)]
+    class_name: Annotated[str, Field(min_length=1)]
+    mesh: str | None = None
+    obb: OBB
+    parts: list[OBB] = []
+    appearance: Appearance = Appearance()
+    lexicon: Lexicon = Lexicon()
+    room: str | None = None
+    parent: int | None = None
+
+
+class Room(Model):
+    """An axis-aligned room footprint in world metres."""
+
+    name: str
+    kind: str
+    min: Vec3
+    max: Vec3
+
+
+class Scene(Model):
+    """scene.json: where a scene comes from and what is in it (metres, z-up world)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    source: Literal["procedural", "replica", "habitat", "mesh"]
+    seed: int = 0
+    units: Literal["m"] = "m"
+    up: Literal["z"] = "z"
+    geometry: str | None = None
+    habitat_scene: str | None = None
+    rooms: list[Room] = []
+    objects: list[SceneObject]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Scene:
+        ids = [o.id for o in self.objects]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"unique object ids (duplicated: {dup})")
+        return self
+
+    def object(self, object_id: int) -> SceneObject:
+        """The object with this id."""
+        for o in self.objects:
+            if o.id == object_id:
+                return o
+        raise KeyError(f"scene {self.name!r} has no object id {object_id}")
+
+
+def read_scene(path: Path | str) -> Scene:
+    """scene.json."""
+    return read_model(Scene, path)
+
+
+SCENE_MESH = "mesh.ply"
+"""The normalised geometry of a mesh-sourced scene, beside its scene.json."""
+
+
+@dataclass
+class SceneMesh:
+    """A labelled triangle mesh: vertices (V, 3), triangles (F, 3), object id per triangle (0 = unlabelled), colours (V, 3) in [0, 1]."""
+
+    vertices: np.ndarray
+    triangles: np.ndarray
+    object_ids: np.ndarray
+    vertex_colors: np.ndarray
+
+
+def write_scene_mesh(path: Path | str, mesh: SceneMesh) -> Path:
+    """Binary PLY: float x, y, z and uint8 red, green, blue per vertex; vertex_indices and int object_id per triangle."""
+    import io
+
+    from plyfile import PlyData, PlyElement
+
+    vdt = [("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")]
+    va = np.empty(len(mesh.vertices), dtype=vdt)
+    va["x"], va["y"], va["z"] = np.asarray(mesh.vertices, dtype=np.float32).T
+    rgb = (np.clip(mesh.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8)
+    va["red"], va["green"], va["blue"] = rgb.T
+    fa = np.empty(len(mesh.triangles), dtype=[("vertex_indices", "i4", (3,)), ("object_id", "i4")])
+    fa["vertex_indices"] = mesh.triangles.astype(np.int32)
+    fa["object_id"] = mesh.object_ids.astype(np.int32)
+    buf = io.BytesIO()
+    PlyData([PlyElement.describe(va, "vertex"), PlyElement.describe(fa, "face")]).write(buf)
+    return atomic.write_bytes(path, buf.getvalue())
+
+
+def read_scene_mesh(path: Path | str) -> SceneMesh:
+    """The normalised mesh of a mesh-sourced scene (written by `write_scene_mesh`), checked."""
+    from plyfile import PlyData
+
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing PLY mesh file")
+    try:
+        ply = PlyData.read(str(path), mmap=False)
+        v, f = ply["vertex"], ply["face"]
+        vertices = np.stack([v["x"], v["y"], v["z"]], axis=1).astype(np.float64)
+        colors = np.stack([v["red"], v["green"], v["blue"]], axis=1).astype(np.float32) / 255.0
+        triangles = np.stack(list(f["vertex_indices"])).astype(np.int64).reshape(-1, 3) if f.count else np.zeros((0, 3), np.int64)
+        ids = np.asarray(f["object_id"], dtype=np.int64)
+    except (KeyError, ValueError) as err:
+        raise SchemaError(path, "<file>", f"a tiermap scene mesh (vertex x y z red green blue; face vertex_indices object_id) ({err})") from None
+    if not np.isfinite(vertices).all():
+        raise SchemaError(path, "vertex.x/y/z", "finite coordinates (found NaN/inf)")
+    if len(triangles) and (triangles.min() < 0 or triangles.max() >= len(vertices)):
+        raise SchemaError(path, "face.vertex_indices", f"indices in [0, {len(vertices)})", int(triangles.max()))
+    return SceneMesh(vertices, triangles, ids, colors)
