@@ -39,6 +39,7 @@ from tiermap.formats.crops import (
     write_crop_index,
 )
 from tiermap.formats.scene import read_scene
+from tiermap.formats.sequence import Sequence, open_sequence, read_instance, read_rgb
 
 OUTLINE_RGB = (0, 255, 0)
 """Outline colour (bright green; magenta is avoided because OpenLex3D's instructions reserve it for privacy masks)."""
@@ -129,7 +130,7 @@ def content_hash(files: list[tuple[str, bytes]]) -> str:
 class _FrameCache:
     """The last few (rgb, instance) frames read, so objects sharing a view read it once."""
 
-    def __init__(self, seq: views.Sequence, maxsize: int = 16) -> None:
+    def __init__(self, seq: Sequence, maxsize: int = 16) -> None:
         self.seq, self.maxsize = seq, maxsize
         self.items: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
@@ -138,7 +139,7 @@ class _FrameCache:
         if row in self.items:
             self.items.move_to_end(row)
             return self.items[row]
-        pair = (views.read_rgb(self.seq.rgb[row], self.seq.shape), views.read_instance(self.seq.instance[row], self.seq.shape))
+        pair = (read_rgb(self.seq.rgb[row], self.seq.shape), read_instance(self.seq.instance[row], self.seq.shape))
         self.items[row] = pair
         if len(self.items) > self.maxsize:
             self.items.popitem(last=False)
@@ -172,12 +173,12 @@ def read_closeups(closeup_dir: Path, scene: str) -> dict[int, CloseupView]:
 def load_closeup(closeup_dir: Path, view: CloseupView, object_id: int) -> tuple[np.ndarray, np.ndarray]:
     """(rgb, object mask) of a rendered close-up; an instance image without the object is a SchemaError."""
     inst_path = Path(closeup_dir) / str(view.instance)
-    with Image.open(inst_path) as im:
-        shape = im.size[::-1]
-    mask = views.read_instance(inst_path, shape) == object_id
+    inst = read_instance(inst_path, None)
+    shape = inst.shape
+    mask = inst == object_id
     if int(mask.sum()) != view.pixels:
         raise SchemaError(inst_path, "pixels", f"{view.pixels} pixels of object {object_id} as index.json says", int(mask.sum()))
-    return views.read_rgb(Path(closeup_dir) / str(view.rgb), shape), mask
+    return read_rgb(Path(closeup_dir) / str(view.rgb), shape), mask
 
 
 def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out_dir: Path, k: int = 3, min_pixels: int = 50,
@@ -194,7 +195,7 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
     if unknown:
         raise SchemaError(visibility_json, str(unknown[0]), f"ids of objects in {scene_json} (scene {scene.name!r})", unknown[0])
     closeups = read_closeups(Path(closeup_dir), scene.name) if closeup_dir is not None else {}
-    seq = views.open_sequence(sequence_dir)
+    seq = open_sequence(sequence_dir)
     h, w = seq.shape
     objs = sorted(scene.objects, key=lambda o: o.id)
     visible = [o for o in objs if o.id in vis and vis[o.id].frames > 0]

@@ -7,37 +7,12 @@ smallest angle between its object-to-camera direction and those of the views alr
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
-from tiermap.formats.base import SchemaError
-from tiermap.formats.sequence import CameraParams, read_camera, read_traj
-
-INSTANCE_NAME = re.compile(r"^(\d+)\.png$")
-RGB_SUFFIXES = (".jpg", ".png")
-
-
-@dataclass(frozen=True)
-class Sequence:
-    """A rendered sequence's frames (indices, RGB and instance files), their camera-to-world poses and the camera."""
-
-    dir: Path
-    frames: np.ndarray
-    rgb: list[Path]
-    instance: list[Path]
-    poses: np.ndarray
-    camera: CameraParams
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(height, width) of every image."""
-        return self.camera.h, self.camera.w
-
+from tiermap.formats.sequence import Sequence, read_instance
 
 @dataclass(frozen=True)
 class FrameStats:
@@ -47,67 +22,6 @@ class FrameStats:
     area: np.ndarray
     bbox: np.ndarray
     border: np.ndarray
-
-
-def open_sequence(sequence_dir: Path | str) -> Sequence:
-    """Index a Replica/NICE-SLAM sequence folder; missing parts are SchemaErrors naming the file."""
-    d = Path(sequence_dir)
-    if not d.is_dir():
-        raise SchemaError(d, "<folder>", "an existing sequence folder (results/, instance/, traj.txt, camera_params.json)")
-    camera = read_camera(d / "camera_params.json")
-    inst_dir = d / "instance"
-    found = sorted(inst_dir.glob("*.png")) if inst_dir.is_dir() else []
-    if not found:
-        raise SchemaError(inst_dir, "<folder>", "instance images %06d.png (uint16 object ids, 0 = none)")
-    frames = []
-    for p in found:
-        m = INSTANCE_NAME.match(p.name)
-        if m is None:
-            raise SchemaError(p, "<name>", "instance images named %06d.png", p.name)
-        frames.append(int(m.group(1)))
-    rgb = []
-    for i in frames:
-        cands = [d / "results" / f"frame{i:06d}{s}" for s in RGB_SUFFIXES]
-        hit = next((c for c in cands if c.is_file()), None)
-        if hit is None:
-            raise SchemaError(cands[0], "<file>", "an RGB image (frame%06d.jpg or .png) for every instance image")
-        rgb.append(hit)
-    traj = read_traj(d / "traj.txt")
-    if frames[-1] >= len(traj):
-        raise SchemaError(d / "traj.txt", "lines", f"one pose per frame (frame index {frames[-1]} needs {frames[-1] + 1} lines)",
-                                 len(traj))
-    idx = np.asarray(frames, dtype=np.int64)
-    return Sequence(d, idx, rgb, found, traj[idx], camera)
-
-
-def read_instance(path: Path, shape: tuple[int, int]) -> np.ndarray:
-    """An instance PNG as a (h, w) uint16 id image, checked against the camera's image shape."""
-    try:
-        with Image.open(path) as im:
-            arr = np.asarray(im)
-    except (UnidentifiedImageError, OSError) as err:
-        raise SchemaError(path, "<file>", f"a readable PNG instance image ({type(err).__name__})") from None
-    if arr.shape != shape:
-        raise SchemaError(path, "shape", f"a single-channel image of (h, w) = {shape} as camera_params.json", arr.shape)
-    if arr.dtype.kind not in "ui":
-        raise SchemaError(path, "dtype", "integer object ids (uint16 PNG)", str(arr.dtype))
-    if arr.dtype != np.uint16:
-        if arr.size and (arr.min() < 0 or arr.max() > 65535):
-            raise SchemaError(path, "values", "object ids in 0..65535", int(arr.max()))
-        arr = arr.astype(np.uint16)
-    return arr
-
-
-def read_rgb(path: Path, shape: tuple[int, int]) -> np.ndarray:
-    """An RGB frame as (h, w, 3) uint8, checked against the camera's image shape."""
-    try:
-        with Image.open(path) as im:
-            arr = np.asarray(im.convert("RGB"))
-    except (UnidentifiedImageError, OSError) as err:
-        raise SchemaError(path, "<file>", f"a readable RGB image ({type(err).__name__})") from None
-    if arr.shape[:2] != shape:
-        raise SchemaError(path, "shape", f"an image of (h, w) = {shape} as camera_params.json", arr.shape[:2])
-    return arr
 
 
 def label_stats(labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

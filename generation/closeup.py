@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import open3d as o3d
-from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
@@ -45,7 +44,7 @@ from tiermap.formats.crops import (
     CloseupView,
 )
 from tiermap.formats.scene import OBB, Scene, SceneObject, read_scene
-from tiermap.formats.sequence import CameraParams
+from tiermap.formats.sequence import CameraParams, write_instance, write_rgb
 
 NEAR = 0.05  # the renderers' near plane (metres): every box corner stays beyond it
 BORDER_PENALTY = 0.75  # a view whose object mask touches the image border (object cut off) scores this much less
@@ -229,15 +228,6 @@ class Planner:
         return ObjectPlan(o.id, self.az, self.el, dist, poses, status, pixels, np.clip(frac, 0, 1), score)
 
 
-def _png(arr: np.ndarray) -> bytes:
-    """PNG bytes of an array (deterministic: Pillow writes no timestamps)."""
-    import io
-
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def write_closeups(scene_json: Path | str, condition: str, lighting: dict[str, Any], out_dir: Path | str,
                    cp: CloseupParams | None = None, renderer_name: str = "pyrender", progress: bool | None = None) -> CloseupIndex:
     """Plan, render and write the close-ups of every object of a scene under a lighting condition; return the index."""
@@ -266,8 +256,8 @@ def write_closeups(scene_json: Path | str, condition: str, lighting: dict[str, A
                     folder = tmp / str(o.id)
                     folder.mkdir(exist_ok=True)
                     names = (f"rgb_{rank}.png", f"instance_{rank}.png", f"camera_{rank}.json")
-                    (folder / names[0]).write_bytes(_png(rgb))
-                    (folder / names[1]).write_bytes(_png(ids))
+                    write_rgb(folder / names[0], rgb)
+                    write_instance(folder / names[1], ids)
                     write_model(CloseupCamera(intrinsics=camera, pose=plan.poses[i].tolist()), folder / names[2])
                     files[i] = {"rgb": f"{o.id}/{names[0]}", "instance": f"{o.id}/{names[1]}", "camera": f"{o.id}/{names[2]}", "pixels": px}
                 views = []

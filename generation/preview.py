@@ -9,17 +9,16 @@ from scipy.spatial import ConvexHull
 
 from generation.geometry import box_corners
 from tiermap.formats.scene import Scene
+from tiermap.formats.sequence import open_sequence, read_rgb
 
 
 def contact_sheet(sequence_dirs: dict[str, Path], out: Path, n_frames: int = 4, thumb_w: int = 240) -> Path:
     """Rows = conditions, columns = the same path positions (fractions of each sequence) under each condition."""
     rows = []
     for cond, d in sequence_dirs.items():
-        frames = sorted((d / "results").glob("frame*.jpg"))
-        if not frames:
-            raise FileNotFoundError(f"{d / 'results'}: no frames")
-        picks = [frames[int(round(f * (len(frames) - 1)))] for f in np.linspace(0, 1, n_frames)]
-        rows.append((cond, [Image.open(p).convert("RGB") for p in picks]))
+        seq = open_sequence(d)
+        picks = [seq.rgb[int(round(f * (len(seq.rgb) - 1)))] for f in np.linspace(0, 1, n_frames)]
+        rows.append((cond, [Image.fromarray(read_rgb(p, seq.shape)) for p in picks]))
     w0, h0 = rows[0][1][0].size
     tw, th = thumb_w, int(thumb_w * h0 / w0)
     label_w = 110

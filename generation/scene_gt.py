@@ -4,7 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from generation.geometry import box_corners, sample_surface, scene_geometry
 from tiermap import atomic
@@ -18,19 +17,18 @@ from tiermap.formats.benchbot import (
 )
 from tiermap.formats.openlex3d import write_gt_cloud
 from tiermap.formats.scene import Scene, read_scene
+from tiermap.formats.sequence import open_sequence, read_instance
 
 GT_CLOUD = "gt_cloud.ply"
 
 
 def visibility(sequence_dir: Path, min_pixels: int) -> dict[int, dict[str, int]]:
     """Per object id: total pixels and number of frames with at least min_pixels pixels, from instance images."""
-    frames = sorted((sequence_dir / "instance").glob("*.png"))
-    if not frames:
-        raise FileNotFoundError(f"{sequence_dir / 'instance'}: no instance images (render the sequence first)")
+    seq = open_sequence(sequence_dir)
     pixels: dict[int, int] = {}
     seen: dict[int, int] = {}
-    for f in frames:
-        ids, counts = np.unique(np.asarray(Image.open(f)), return_counts=True)
+    for f in seq.instance:
+        ids, counts = np.unique(read_instance(f, seq.shape), return_counts=True)
         for i, c in zip(ids.tolist(), counts.tolist()):
             if i == 0:
                 continue

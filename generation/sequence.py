@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
@@ -15,7 +14,23 @@ from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smoo
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
 from tiermap.formats.scene import Scene, read_scene
-from tiermap.formats.sequence import CameraParams, SequenceMeta, Speed, write_traj
+from tiermap.formats.sequence import (
+    CAMERA_FILE,
+    INSTANCE_DIR,
+    META_FILE,
+    RESULTS_DIR,
+    TRAJ_FILE,
+    CameraParams,
+    SequenceMeta,
+    Speed,
+    depth_path,
+    instance_path,
+    rgb_path,
+    write_depth,
+    write_instance,
+    write_rgb,
+    write_traj,
+)
 
 
 def camera_from_params(render: dict[str, Any]) -> CameraParams:
@@ -103,34 +118,29 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
     if max_frames is not None:
         poses = poses[:max_frames]
     with atomic_dir(out_dir) as tmp:
-        (tmp / "results").mkdir()
-        (tmp / "instance").mkdir()
+        (tmp / RESULTS_DIR).mkdir()
+        (tmp / INSTANCE_DIR).mkdir()
         n = len(poses)
         min_pixels = int(params.get("gt", {}).get("min_pixels", 50))
         seen: set[int] = set()
         for i, pose in enumerate(tqdm(poses, desc=f"render {scene.name}/{condition}", unit="frame", leave=False)):
             g = renderer.geometry(pose)
             rgb = renderer.shade(g, pose, lights, progress=i / max(n - 1, 1))
-            Image.fromarray(rgb).save(tmp / "results" / f"frame{i:06d}.jpg", quality=92)
-            depth = np.clip(np.round(g["depth"] * camera.depth_scale), 0, 65535).astype(np.uint16)
-            Image.fromarray(depth).save(tmp / "results" / f"depth{i:06d}.png")
+            write_rgb(rgb_path(tmp, i), rgb)
+            write_depth(depth_path(tmp, i), g["depth"], camera)
             ids = g["ids"].astype(np.uint16)
-            Image.fromarray(ids).save(tmp / "instance" / f"{i:06d}.png")
+            write_instance(instance_path(tmp, i), ids)
             u, c = np.unique(ids, return_counts=True)
             seen.update(u[c >= min_pixels].tolist())
-        write_traj(tmp / "traj.txt", poses)
-        write_model(camera, tmp / "camera_params.json")
+        write_traj(tmp / TRAJ_FILE, poses)
+        write_model(camera, tmp / CAMERA_FILE)
         traj = params["trajectory"]
         meta = SequenceMeta(
             scene=scene.name, condition=condition, lights=lights,
             speed=Speed(linear=float(traj["linear_speed"]) * cond.speed_factor, angular=float(traj["angular_speed"]) * cond.speed_factor),
             fps=float(traj["fps"]), renderer=renderer.name, seed=scene.seed, frame_count=n,
             coverage=sequence_coverage(scene, poses[:, :3, 3], seen, min_pixels))
-        write_model(meta, tmp / "meta.json")
+        write_model(meta, tmp / META_FILE)
     renderer.close()
     return meta
 
-
-def read_depth(path: Path, camera: CameraParams) -> np.ndarray:
-    """Depth PNG → metres."""
-    return np.asarray(Image.open(path), dtype=np.float64) / camera.depth_scale

@@ -21,7 +21,7 @@ from tiermap.formats.crops import (
 )
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.scene import Scene, read_scene
-from tiermap.formats.sequence import CameraParams, read_camera, write_traj
+from tiermap.formats.sequence import CameraParams, open_sequence, read_camera, write_traj
 
 W, H = 40, 30
 ROT = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
@@ -86,7 +86,7 @@ def test_label_stats_exact_numbers() -> None:
 
 def test_score_frames_one_pass(tmp_path: Path) -> None:
     fx = Fixture(tmp_path, [rect(blank(), 2, 2, 12, 12, 1), rect(rect(blank(), 20, 5, 25, 9, 1), 0, 0, 40, 3, 2)])
-    seq = views.open_sequence(fx.seq)
+    seq = open_sequence(fx.seq)
     st = views.score_frames(seq, [1, 2, 3], progress=False)
     assert st.area.tolist() == [[100, 0, 0], [20, 120, 0]]
     assert st.bbox[1].tolist() == [[20, 5, 25, 9], [0, 0, 40, 3], [0, 0, 0, 0]]

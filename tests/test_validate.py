@@ -16,6 +16,7 @@ from annotation.queries import query_mappings
 from tiermap.formats.base import write_model
 from tiermap.formats.labels import LABEL_COLUMNS, write_labels
 from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.records import read_validation_report
 from tiermap.formats.openlex3d import (
     CATEGORIES,
     GTCategories,
@@ -96,26 +97,26 @@ def write_dataset(root: Path, gt: dict[str, list[dict]] | None = None, labels: p
 
 
 def by_name(report: dict) -> dict[str, dict]:
-    return {c["name"]: c for c in report["checks"]}
+    return {c.name: c for c in report.checks}
 
 
 def failed(report: dict) -> list[str]:
-    return [c["name"] for c in report["checks"] if c["success"] is False]
+    return [c.name for c in report.checks if c.success is False]
 
 
 def test_clean_dataset_passes(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path)
     report = validate_dataset(ds)
-    assert report["success"] is True, format_summary(report)
-    assert all(c["success"] is True and c["failures"] == [] for c in report["checks"])
-    names = [c["name"] for c in report["checks"]]
+    assert report.success is True, format_summary(report)
+    assert all(c.success is True and c.failures == [] for c in report.checks)
+    names = [c.name for c in report.checks]
     assert names[:3] == ["files_readable", "label_not_null", "label_format"]
     assert {"unique_labels", "synonym_present", "annotator_count", "object_in_cloud", "clutter_ids_exist",
             "labels_in_prompt_list", "prompt_labels_known", "labels_known_objects"} <= set(names)
-    assert json.loads(ds.validation_report.read_text()) == report
-    assert report["checksums"] == gt_checksums(ds.gt)  # what tiermap.app.release compares
-    assert report["dataset"] == "demo"
-    index = Path(report["data_docs"])
+    assert read_validation_report(ds.validation_report) == report
+    assert report.checksums == gt_checksums(ds.gt)  # what tiermap.app.release compares
+    assert report.dataset == "demo"
+    index = Path(report.data_docs)
     assert index == ds.dir / "validation_docs" / "index.html" and index.is_file()
     pages = {p.relative_to(index.parent).parts[0] for p in index.parent.rglob("*.html")}
     assert pages == {"index.html", "expectations", "validations"}
@@ -128,8 +129,8 @@ def test_clean_dataset_passes(tmp_path: Path) -> None:
     # tiermap.app.release refuses GT changed after validation by comparing these checksums.
     cats = ds.gt / "room0" / "gt_categories.json"
     cats.write_text(cats.read_text().replace('"desk"', '"writing desk"'))
-    assert gt_checksums(ds.gt) != report["checksums"]
-    assert validate_dataset(ds)["checksums"] == gt_checksums(ds.gt)
+    assert gt_checksums(ds.gt) != report.checksums
+    assert validate_dataset(ds).checksums == gt_checksums(ds.gt)
 
 
 def set_attr(scene: str, oid: int, key: str, value: Any) -> Callable[[dict], None]:
@@ -158,9 +159,9 @@ def test_each_gt_defect_fails_exactly_its_check(tmp_path: Path, mutate: Callable
     gt = clean_gt()
     mutate(gt)
     report = validate_dataset(write_dataset(tmp_path, gt))
-    assert report["success"] is False
+    assert report.success is False
     assert failed(report) == [check], format_summary(report)
-    text = "\n".join(by_name(report)[check]["failures"])
+    text = "\n".join(by_name(report)[check].failures)
     for n in needles:
         assert n in text, text
     summary = "\n".join(format_summary(report))
@@ -172,7 +173,7 @@ def test_no_synonym_passes_when_flagged_ambiguous(tmp_path: Path) -> None:
     set_attr("room0", 3, "synonyms", [])(gt)
     set_attr("room0", 3, "flag", "ambiguous")(gt)
     report = validate_dataset(write_dataset(tmp_path, gt))
-    assert report["success"] is True, format_summary(report)
+    assert report.success is True, format_summary(report)
 
 
 def test_object_missing_from_cloud(tmp_path: Path) -> None:
@@ -180,7 +181,7 @@ def test_object_missing_from_cloud(tmp_path: Path) -> None:
     gt["room1"].append(obj(2, "room1_lamp_2", ["lamp"], [], [], []))  # room1's cloud has ids 0, 1, 5
     report = validate_dataset(write_dataset(tmp_path, gt, labels=labels_table(gt)))
     assert failed(report) == ["object_in_cloud"], format_summary(report)
-    assert by_name(report)["object_in_cloud"]["failures"] == ["room1 object 2 (room1_lamp_2; synonyms: lamp): id not in the GT cloud"]
+    assert by_name(report)["object_in_cloud"].failures == ["room1 object 2 (room1_lamp_2; synonyms: lamp): id not in the GT cloud"]
 
 
 def test_three_annotators_instead_of_four(tmp_path: Path) -> None:
@@ -188,10 +189,10 @@ def test_three_annotators_instead_of_four(tmp_path: Path) -> None:
     df = df[~((df["scene"] == "room0") & (df["object_id"] == 3) & (df["annotator"] == "a4"))]
     report = validate_dataset(write_dataset(tmp_path, labels=df))
     assert failed(report) == ["annotator_count"], format_summary(report)
-    assert by_name(report)["annotator_count"]["failures"] == [
+    assert by_name(report)["annotator_count"].failures == [
         "room0 object 3 (room0_vase_3; synonyms: vase): 3 annotator(s), expected 4"]
     # The protocol's count is a parameter.
-    assert validate_dataset(write_dataset(tmp_path / "b", labels=labels_table(clean_gt(), ["a1", "a2", "a3"])), annotators=3)["success"]
+    assert validate_dataset(write_dataset(tmp_path / "b", labels=labels_table(clean_gt(), ["a1", "a2", "a3"])), annotators=3).success
 
 
 @pytest.mark.parametrize("edit, check, needle", [
@@ -203,14 +204,14 @@ def test_prompt_list_defects(tmp_path: Path, edit: Callable[[list[str]], list[st
     union = sorted({lbl for ss in clean_gt().values() for s in ss for c in CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
     report = validate_dataset(write_dataset(tmp_path, prompts=edit(union)))
     assert failed(report) == [check], format_summary(report)
-    assert any(needle in f for f in by_name(report)[check]["failures"]), by_name(report)[check]["failures"]
+    assert any(needle in f for f in by_name(report)[check].failures), by_name(report)[check].failures
 
 
 def test_blank_prompt_line_is_an_expectation_failure_not_a_crash(tmp_path: Path) -> None:
     union = sorted({lbl for ss in clean_gt().values() for s in ss for c in CATEGORIES for lbl in s["labels"]["image_attributes"][c]})
     report = validate_dataset(write_dataset(tmp_path, prompts=[*union[:3], "", *union[3:]]))
     assert "prompt_no_blank" in failed(report) and "files_readable" not in failed(report)
-    assert by_name(report)["prompt_no_blank"]["failures"] == ["prompt_list.txt line 4: ''"]
+    assert by_name(report)["prompt_no_blank"].failures == ["prompt_list.txt line 4: ''"]
 
 
 def test_labels_table_row_for_unknown_object(tmp_path: Path) -> None:
@@ -219,7 +220,7 @@ def test_labels_table_row_for_unknown_object(tmp_path: Path) -> None:
                           for a in ANNOTATORS])
     report = validate_dataset(write_dataset(tmp_path, labels=pd.concat([df, extra], ignore_index=True)))
     assert failed(report) == ["labels_known_objects"], format_summary(report)
-    f = by_name(report)["labels_known_objects"]["failures"]
+    f = by_name(report)["labels_known_objects"].failures
     assert len(f) == 4 and f[0] == (f"labels.parquet row {len(df)}: room0 object 7 annotator 'a1' synonyms: 'lamp' (typed 'Lamp'): "
                                     "object not in gt_categories.json")
 
@@ -229,7 +230,7 @@ def test_labels_table_label_not_normalised(tmp_path: Path) -> None:
     df.loc[0, "label"] = "Mug"
     report = validate_dataset(write_dataset(tmp_path, labels=df))
     assert failed(report) == ["labels_format"], format_summary(report)
-    assert "labels.parquet row 0: room0 object 1 annotator 'a1' synonyms: 'Mug'" in by_name(report)["labels_format"]["failures"][0]
+    assert "labels.parquet row 0: room0 object 1 annotator 'a1' synonyms: 'Mug'" in by_name(report)["labels_format"].failures[0]
 
 
 @pytest.mark.parametrize("column, value, check", [("category", "hypernym", "labels_category"), ("annotator", None, "labels_annotator")])
@@ -240,8 +241,8 @@ def test_labels_table_rejected_by_reader_is_still_checked_row_by_row(tmp_path: P
     df.to_parquet(ds.labels / "labels.parquet", index=False)  # bypasses write_labels
     report = validate_dataset(ds)
     assert failed(report) == ["files_readable", check], format_summary(report)
-    assert f"labels.parquet: field '{column}[2]'" in by_name(report)["files_readable"]["failures"][0]
-    f = by_name(report)[check]["failures"]
+    assert f"labels.parquet: field '{column}[2]'" in by_name(report)["files_readable"].failures[0]
+    f = by_name(report)[check].failures
     assert len(f) == 2 and f[0].startswith("labels.parquet row 2: room0 object 1 annotator") and f[1].startswith("labels.parquet row 5:")
 
 
@@ -259,8 +260,8 @@ def test_release_sees_label_format_first(tmp_path: Path) -> None:
 
 def test_without_labels_table_those_checks_are_not_checked(tmp_path: Path) -> None:
     report = validate_dataset(write_dataset(tmp_path, labels=None))
-    assert report["success"] is True, format_summary(report)
-    skipped = {c["name"]: c["skipped"] for c in report["checks"] if c["success"] is None}
+    assert report.success is True, format_summary(report)
+    skipped = {c.name: c.skipped for c in report.checks if c.success is None}
     assert skipped == {n: "no labels table" for n in
                        ("annotator_count", "labels_category", "labels_annotator", "labels_format", "labels_known_objects")}
     lines = format_summary(report)
@@ -273,32 +274,32 @@ def test_unreadable_files_fail_files_readable_without_crashing(tmp_path: Path) -
     (ds.gt / "room1" / "gt_categories.json").write_text("{not json")
     (ds.gt / "room0" / "gt_cloud.ply").unlink()
     report = validate_dataset(ds)
-    assert report["success"] is False
-    f = by_name(report)["files_readable"]["failures"]
+    assert report.success is False
+    f = by_name(report)["files_readable"].failures
     assert len(f) == 2 and all("\n" not in x for x in f)
     assert any("room0/gt_cloud.ply: field '<file>': expected an existing file" in x for x in f)
     assert any("room1/gt_categories.json: field '<file>': expected valid JSON" in x for x in f)
     # room1's labels-table rows and room0's cloud are not judged on unreadable files.
     assert failed(report) == ["files_readable"], format_summary(report)
-    assert by_name(report)["prompt_labels_known"]["skipped"] == "some gt_categories.json unreadable"
+    assert by_name(report)["prompt_labels_known"].skipped == "some gt_categories.json unreadable"
 
 
 def test_no_scenes(tmp_path: Path) -> None:
     ds = DatasetPaths(tmp_path, "empty")
     report = validate_dataset(ds)
-    assert report["success"] is False and report["checksums"] == {}
-    assert by_name(report)["files_readable"]["failures"][0].endswith("gt: no scene folders")
+    assert report.success is False and report.checksums == {}
+    assert by_name(report)["files_readable"].failures[0].endswith("gt: no scene folders")
 
 
 def test_validate_labels_file(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "good")
     good = ds.gt / "room0" / "gt_categories.json"
     report = validate_labels_file(good)
-    assert report["success"] is True, format_summary(report)
-    names = [c["name"] for c in report["checks"]]
+    assert report.success is True, format_summary(report)
+    names = [c.name for c in report.checks]
     assert "label_format" in names and "synonym_present" in names and "clutter_not_self" in names
     assert not {"annotator_count", "object_in_cloud", "clutter_ids_exist", "labels_in_prompt_list"} & set(names)
-    assert report["data_docs"] is None and report["file"] == str(good)
+    assert report.data_docs is None and report.file == str(good)
     assert not ds.validation_report.exists() and not (ds.dir / "validation_docs").exists()
 
     gt = copy.deepcopy(clean_gt())
@@ -308,18 +309,18 @@ def test_validate_labels_file(tmp_path: Path) -> None:
     bad = write_dataset(tmp_path / "bad", gt).gt / "room0" / "gt_categories.json"
     report = validate_labels_file(bad, docs_dir=tmp_path / "docs")
     assert failed(report) == ["label_format", "synonym_present", "clutter_not_self"], format_summary(report)
-    assert by_name(report)["label_format"]["failures"] == ["room0 object 1 synonyms: 'Flower_Vase'"]
-    assert (tmp_path / "docs" / "index.html").is_file() and report["data_docs"] == str(tmp_path / "docs" / "index.html")
+    assert by_name(report)["label_format"].failures == ["room0 object 1 synonyms: 'Flower_Vase'"]
+    assert (tmp_path / "docs" / "index.html").is_file() and report.data_docs == str(tmp_path / "docs" / "index.html")
     summary = format_summary(report)
-    assert summary[0] == f"validation of {bad}: FAILED (3 of {len(report['checks'])} checks)"
+    assert summary[0] == f"validation of {bad}: FAILED (3 of {len(report.checks)} checks)"
 
     broken = tmp_path / "broken" / "gt_categories.json"
     broken.parent.mkdir()
     broken.write_text(json.dumps({"dataset": {"samples": [{"name": "x", "object_id": "one", "labels": {}}]}}))
     report = validate_labels_file(broken)
     assert failed(report) == ["files_readable"]
-    assert "gt_categories.json: field 'dataset.samples.0.object_id'" in by_name(report)["files_readable"]["failures"][0]
-    assert all(c["skipped"] == "gt_categories.json unreadable" for c in report["checks"][1:])
+    assert "gt_categories.json: field 'dataset.samples.0.object_id'" in by_name(report)["files_readable"].failures[0]
+    assert all(c.skipped == "gt_categories.json unreadable" for c in report.checks[1:])
 
 
 def test_failures_are_capped() -> None:
@@ -345,7 +346,7 @@ def test_cli_validate_dataset_and_labels_file(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "PASSED" in res.stdout or "ok" in res.stdout
-    assert json.loads(ds.validation_report.read_text())["success"] is True
+    assert read_validation_report(ds.validation_report).success is True
     assert (ds.dir / "validation_docs" / "index.html").is_file()
 
     gt = copy.deepcopy(clean_gt())

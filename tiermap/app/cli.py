@@ -277,7 +277,11 @@ def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", par
              labels: Annotated[Path | None, typer.Option("--labels", help="Check one gt_categories.json on its own.")] = None) -> None:
     """Great-expectations suite over the labels and GT files; Data Docs HTML; exit 1 when any expectation fails."""
     from tiermap.app.stages import load_params
-    from tiermap.app.validate import format_summary, validate_dataset, validate_labels_file
+    from tiermap.app.validate import (
+        format_summary,
+        validate_dataset,
+        validate_labels_file,
+    )
 
     if labels is not None:
         report = _run(lambda: validate_labels_file(labels))
@@ -288,7 +292,7 @@ def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", par
         console.print(f"report: {ds.validation_report}")
     for line in format_summary(report):
         console.print(line, highlight=False, soft_wrap=True, markup=False)
-    if not report["success"]:
+    if not report.success:
         raise typer.Exit(1)
 
 

@@ -1,11 +1,11 @@
 """`make demo`: run the DVC pipeline on the embedded procedural default and summarise where results are."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tiermap.formats.layout import DatasetPaths
 from tiermap.app.stages import dvc, load_params
+from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.records import METHOD_FILE, read_method, read_validation_report
 
 
 def label_with_simulated_annotators(repo: Path, ds: DatasetPaths, scenes: list[str], annotators: int) -> dict[str, int]:
@@ -36,7 +36,7 @@ def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
     sim = label_with_simulated_annotators(repo, ds, scenes, int(params["annotation"]["annotators"]))
     dvc(["repro"], repo)
     scores = score_baseline(ds, scenes, list(params["conditions"]), params.get("reference_condition", "baseline"))
-    report = json.loads(ds.validation_report.read_text())
+    report = read_validation_report(ds.validation_report)
     seqs = sorted(p.parent.relative_to(ds.dir).as_posix() for p in (ds.dir / "sequences").glob("*/*/meta.json"))
     return {
         "sequences": f"{ds.dir / 'sequences'} ({len(seqs)}: {', '.join(seqs)})",
@@ -45,7 +45,7 @@ def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
         "crops": f"{ds.dir / 'crops'} (what annotators see: crops of the close-ups, sequence frames as context)",
         "labels": f"{ds.labels} ({sim['tasks']} tasks, {sim['annotators']} simulated annotators in Label Studio; raw exports in raw/)",
         "ground truth": str(ds.gt),
-        "validation": f"{ds.validation_report} ({'clean' if report['success'] else 'FAILED'}; Data Docs {ds.dir / 'validation_docs' / 'index.html'})",
+        "validation": f"{ds.validation_report} ({'clean' if report.success else 'FAILED'}; Data Docs {ds.dir / 'validation_docs' / 'index.html'})",
         "baseline predictions": str(ds.dir / "predictions" / "caption-oracle"),
         "scores": scores,
         "label studio": f"tiermap annotate serve --dataset {ds.name}   (one seat per annotator; admin credentials in "
@@ -75,7 +75,7 @@ def score_baseline(ds: DatasetPaths, scenes: list[str], conditions: list[str], r
                              encoder=minilm)
     ref = preds / reference
     enc = FeatureFile(ref / scenes[0] / "text_features.npz")
-    note = json.loads((ref / scenes[0] / "method.json").read_text())["note"]
+    note = read_method(ref / scenes[0] / METHOD_FILE).note
     named = {"method": "caption-oracle", "note": note}
     seg_scenes, prompts, _ = segmentation_scenes(ref, None, None, None, ds.gt, scenes, ds.prompt_list)
     seg = evaluate_segmentation(seg_scenes, prompts, enc, top_n=(1, 5, 10), with_set_ranking=True, progress=True) | named

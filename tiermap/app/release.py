@@ -9,12 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from tiermap import atomic
-from tiermap.formats.base import SchemaError, dump_json
+from tiermap.app.gather import gt_checksums
+from tiermap.app.stages import dvc, dvc_remotes
+from tiermap.formats.base import SchemaError
 from tiermap.formats.labels import read_labels
 from tiermap.formats.layout import GT_READERS, DatasetPaths
 from tiermap.formats.openlex3d import GT_CATEGORIES, read_gt_categories
-from tiermap.app.stages import dvc, dvc_remotes
-from tiermap.app.validate import gt_checksums
+from tiermap.formats.records import (
+    AnnotatorChange,
+    LabelChange,
+    ReleaseDiff,
+    ReleaseManifest,
+    parse_release_manifest,
+    read_validation_report,
+    write_release_manifest,
+)
 
 VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
@@ -50,7 +59,7 @@ def released_versions(repo: Path, dataset: str) -> list[tuple[int, int, int]]:
     return sorted(out)  # type: ignore[return-value]
 
 
-def manifest(ds: DatasetPaths, version: str, today: str) -> dict[str, Any]:
+def manifest(ds: DatasetPaths, version: str, today: str) -> ReleaseManifest:
     """What a release contains: labels per scene/object/category, conditions, GT checksums."""
     scenes: dict[str, Any] = {}
     for scene in ds.gt_scenes():
@@ -58,8 +67,8 @@ def manifest(ds: DatasetPaths, version: str, today: str) -> dict[str, Any]:
         scenes[scene] = {str(s.object_id): {c: list(getattr(s.labels.image_attributes, c)) for c in GT_CATEGORIES}
                          for s in gt.dataset.samples}
     conditions = sorted({p.parent.name for p in (ds.dir / "sequences").glob("*/*/meta.json")})
-    return {"dataset": ds.name, "version": version, "date": today, "scenes": scenes, "conditions": conditions,
-            "annotators": annotator_labels(ds.labels / "labels.parquet"), "checksums": gt_checksums(ds.gt)}
+    return ReleaseManifest(dataset=ds.name, version=version, date=today, scenes=scenes, conditions=conditions,
+                           annotators=annotator_labels(ds.labels / "labels.parquet"), checksums=gt_checksums(ds.gt))
 
 
 def annotator_labels(path: Path) -> dict[str, dict[str, list[str]]]:
@@ -73,12 +82,12 @@ def annotator_labels(path: Path) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+def label_diff(old: ReleaseManifest | None, new: ReleaseManifest) -> ReleaseDiff:
     """Objects added/removed and labels added/removed per category between two manifests."""
-    o_sc = (old or {}).get("scenes", {})
+    o_sc = old.scenes if old else {}
     added, removed, changes = [], [], []
-    for scene in sorted(set(o_sc) | set(new["scenes"])):
-        a, b = o_sc.get(scene, {}), new["scenes"].get(scene, {})
+    for scene in sorted(set(o_sc) | set(new.scenes)):
+        a, b = o_sc.get(scene, {}), new.scenes.get(scene, {})
         added += [f"{scene}/{i}" for i in sorted(set(b) - set(a), key=int)]
         removed += [f"{scene}/{i}" for i in sorted(set(a) - set(b), key=int)]
         for oid in sorted(set(a) & set(b), key=int):
@@ -86,12 +95,12 @@ def label_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any
                 plus = sorted(set(b[oid].get(cat, [])) - set(a[oid].get(cat, [])))
                 minus = sorted(set(a[oid].get(cat, [])) - set(b[oid].get(cat, [])))
                 if plus or minus:
-                    changes.append({"object": f"{scene}/{oid}", "category": cat, "added": plus, "removed": minus})
-    return {"objects_added": added, "objects_removed": removed, "label_changes": changes,
-            "annotator_changes": annotator_diff((old or {}).get("annotators", {}), new.get("annotators", {}))}
+                    changes.append(LabelChange(object=f"{scene}/{oid}", category=cat, added=plus, removed=minus))
+    return ReleaseDiff(objects_added=added, objects_removed=removed, label_changes=changes,
+                       annotator_changes=annotator_diff(old.annotators if old else {}, new.annotators))
 
 
-def annotator_diff(old: dict[str, dict[str, list[str]]], new: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+def annotator_diff(old: dict[str, dict[str, list[str]]], new: dict[str, dict[str, list[str]]]) -> list[AnnotatorChange]:
     """Which annotator's labels changed on which object: labels added and removed (a whole annotator too)."""
     out = []
     for who in sorted(set(old) | set(new)):
@@ -99,42 +108,42 @@ def annotator_diff(old: dict[str, dict[str, list[str]]], new: dict[str, dict[str
         for obj in sorted(set(a) | set(b)):
             plus, minus = sorted(set(b.get(obj, [])) - set(a.get(obj, []))), sorted(set(a.get(obj, [])) - set(b.get(obj, [])))
             if plus or minus:
-                out.append({"annotator": who, "object": obj, "added": plus, "removed": minus})
+                out.append(AnnotatorChange(annotator=who, object=obj, added=plus, removed=minus))
     return out
 
 
-def datasheet(m: dict[str, Any], diff: dict[str, Any], previous: str | None) -> str:
+def datasheet(m: ReleaseManifest, diff: ReleaseDiff, previous: str | None) -> str:
     """RELEASE.md text."""
     counts = {c: 0 for c in GT_CATEGORIES}
     n_obj = 0
-    for objs in m["scenes"].values():
+    for objs in m.scenes.values():
         n_obj += len(objs)
         for cats in objs.values():
             for c in counts:
                 counts[c] += len(cats.get(c, []))
-    lines = [f"# {m['dataset']} ground truth v{m['version']}", "",
-             f"- Artifact: `{artifact_name(m['dataset'])}` (tag `{tag_name(m['dataset'], m['version'])}`)",
-             f"- Date: {m['date']}", f"- Scenes: {', '.join(m['scenes']) or '(none)'}",
-             f"- Conditions: {', '.join(m['conditions']) or '(none)'}", f"- Objects: {n_obj}", "",
+    lines = [f"# {m.dataset} ground truth v{m.version}", "",
+             f"- Artifact: `{artifact_name(m.dataset)}` (tag `{tag_name(m.dataset, m.version)}`)",
+             f"- Date: {m.date}", f"- Scenes: {', '.join(m.scenes) or '(none)'}",
+             f"- Conditions: {', '.join(m.conditions) or '(none)'}", f"- Objects: {n_obj}", "",
              "## Labels per category", "", "| category | labels |", "|---|---|"]
     lines += [f"| {c} | {n} |" for c, n in counts.items()]
     lines += ["", f"## Changes since {'v' + previous if previous else 'nothing (first release)'}", ""]
-    lines += [f"- Objects added: {', '.join(diff['objects_added']) or 'none'}",
-              f"- Objects removed: {', '.join(diff['objects_removed']) or 'none'}", ""]
-    if diff["label_changes"]:
+    lines += [f"- Objects added: {', '.join(diff.objects_added) or 'none'}",
+              f"- Objects removed: {', '.join(diff.objects_removed) or 'none'}", ""]
+    if diff.label_changes:
         lines += ["| object | category | added | removed |", "|---|---|---|---|"]
-        lines += [f"| {c['object']} | {c['category']} | {', '.join(c['added'])} | {', '.join(c['removed'])} |" for c in diff["label_changes"]]
+        lines += [f"| {c.object} | {c.category} | {', '.join(c.added)} | {', '.join(c.removed)} |" for c in diff.label_changes]
     else:
         lines.append("No label changes.")
-    if diff.get("annotator_changes"):
+    if diff.annotator_changes:
         lines += ["", "### Whose labels changed", "", "| annotator | object | added | removed |", "|---|---|---|---|"]
-        lines += [f"| {c['annotator']} | {c['object']} | {', '.join(c['added'])} | {', '.join(c['removed'])} |"
-                  for c in diff["annotator_changes"]]
+        lines += [f"| {c.annotator} | {c.object} | {', '.join(c.added)} | {', '.join(c.removed)} |"
+                  for c in diff.annotator_changes]
     lines += ["", "## Checksums (md5) of GT files", "", "| file | md5 |", "|---|---|"]
-    lines += [f"| gt/{f} | `{h}` |" for f, h in m["checksums"].items()]
+    lines += [f"| gt/{f} | `{h}` |" for f, h in m.checksums.items()]
     lines += ["", "## Get it", "", "```bash",
-              f"dvc artifacts get <repo-url> {artifact_name(m['dataset'])} --rev v{m['version']}",
-              f"git clone --branch {tag_name(m['dataset'], m['version'])} <repo-url> && dvc pull datasets/{m['dataset']}/gt", "```", ""]
+              f"dvc artifacts get <repo-url> {artifact_name(m.dataset)} --rev v{m.version}",
+              f"git clone --branch {tag_name(m.dataset, m.version)} <repo-url> && dvc pull datasets/{m.dataset}/gt", "```", ""]
     return "\n".join(lines)
 
 
@@ -189,11 +198,11 @@ def check_ready(repo: Path, ds: DatasetPaths, version: str, remote: str | None) 
                 raise ReleaseError(f"invalid GT file: {err}") from None
     if not ds.validation_report.is_file():
         raise ReleaseError(f"{ds.validation_report}: no validation report (run `tiermap validate --dataset {ds.name}`)")
-    report = json.loads(ds.validation_report.read_text())
-    if not report.get("success"):
-        failed = [c["name"] for c in report.get("checks", []) if c.get("success") is False]
+    report = read_validation_report(ds.validation_report)
+    if not report.success:
+        failed = [c.name for c in report.failed()]
         raise ReleaseError(f"validation report is not clean (failed: {', '.join(failed)}); fix the labels and re-validate")
-    if report.get("checksums") != gt_checksums(ds.gt):
+    if report.checksums != gt_checksums(ds.gt):
         raise ReleaseError(f"{ds.validation_report} was made for other GT files: run `tiermap validate --dataset {ds.name}`")
     stale = dvc(["status", "--json"], repo, check=False, quiet=True)
     if stale.returncode != 0 or stale.stdout.strip() not in ("{}", ""):
@@ -210,14 +219,14 @@ def release(version: str, ds: DatasetPaths, remote: str | None = None, today: st
     m = manifest(ds, version, today or date.today().isoformat())
     old = None
     if prev:
-        rel = (ds.dir / "release.json").resolve().relative_to(repo).as_posix()
+        rel = ds.release_manifest.resolve().relative_to(repo).as_posix()
         shown = subprocess.run(["git", "show", f"{tag_name(ds.name, prev)}:{rel}"], cwd=repo, text=True, capture_output=True)
-        old = json.loads(shown.stdout) if shown.returncode == 0 else None
+        old = parse_release_manifest(shown.stdout, f"{tag_name(ds.name, prev)}:{rel}") if shown.returncode == 0 else None
     diff = label_diff(old, m)
-    m["diff"] = diff
-    touched = [ds.release_notes, ds.dir / "release.json"]
+    m.diff = diff
+    touched = [ds.release_notes, ds.release_manifest]
     atomic.write_text(ds.release_notes, datasheet(m, diff, prev))
-    atomic.write_text(ds.dir / "release.json", dump_json(m))
+    write_release_manifest(m, ds.release_manifest)
     if ensure_artifact(repo, ds):
         touched.append(repo / "dvc.yaml")
     try:

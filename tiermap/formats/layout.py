@@ -5,6 +5,7 @@ from pathlib import Path
 
 from tiermap.formats.benchbot import read_benchbot_gt
 from tiermap.formats.openlex3d import read_gt_categories, read_query_mapping
+from tiermap.formats.records import RELEASE_FILE, RELEASE_NOTES, VALIDATION_FILE
 
 
 class DatasetPaths:
@@ -41,12 +42,17 @@ class DatasetPaths:
     @property
     def validation_report(self) -> Path:
         """datasets/<d>/validation.json, written by `tiermap validate` (git-tracked metrics)."""
-        return self.dir / "validation.json"
+        return self.dir / VALIDATION_FILE
 
     @property
     def release_notes(self) -> Path:
         """datasets/<d>/RELEASE.md."""
-        return self.dir / "RELEASE.md"
+        return self.dir / RELEASE_NOTES
+
+    @property
+    def release_manifest(self) -> Path:
+        """datasets/<d>/release.json (what the last release contained)."""
+        return self.dir / RELEASE_FILE
 
     def gt_scenes(self) -> list[str]:
         """Scenes that have a GT folder."""
