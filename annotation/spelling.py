@@ -23,9 +23,8 @@ The paper's curators "corrected spelling errors" but kept "variations such as pl
 A target that is itself corrected (an unknown label used twice, going to a known word) is followed to its own
 correction, so every label maps straight to its final form.
 
-Candidates are found with a symmetric-deletion index (every string obtained by deleting up to 2 characters), so the
-cost grows with the number of distinct labels, not with its square; each candidate is verified with the exact
-distance.
+Distances and the candidate search are rapidfuzz's (`rapidfuzz.distance.OSA`, `rapidfuzz.process.extract` with the
+edit limit as score cutoff, so every trusted label within the limit is a candidate).
 """
 from __future__ import annotations
 
@@ -33,6 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
 
 MIN_LENGTH = 4
 """Labels shorter than this are never corrected (and never used as a correction)."""
@@ -46,25 +47,7 @@ def max_distance(label: str) -> int:
 
 def damerau_levenshtein(a: str, b: str, limit: int | None = None) -> int:
     """Optimal-string-alignment distance (adjacent transpositions count 1); above `limit` returns limit + 1."""
-    if a == b:
-        return 0
-    if limit is not None and abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, start=1):
-            cost = ca != cb
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                v = min(v, prev2[j - 2] + 1)
-            cur[j] = v
-        if limit is not None and min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    d = prev[-1]
-    return d if limit is None or d <= limit else limit + 1
+    return OSA.distance(a, b, score_cutoff=limit)
 
 
 def _plural_forms(word: str) -> set[str]:
@@ -102,16 +85,6 @@ def is_variant(a: str, b: str) -> bool:
     return False
 
 
-def _deletes(word: str, depth: int) -> set[str]:
-    """The word and every string made by deleting up to `depth` of its characters."""
-    out = {word}
-    layer = {word}
-    for _ in range(depth):
-        layer = {w[:i] + w[i + 1:] for w in layer for i in range(len(w))}
-        out |= layer
-    return out
-
-
 def spelling_corrections(labels: Iterable[str], vocabulary: Iterable[str] = (),
                          counts: Mapping[str, int] | None = None) -> dict[str, str]:
     """{label: corrected label} for the distinct `labels` that the module rule corrects.
@@ -127,28 +100,15 @@ def spelling_corrections(labels: Iterable[str], vocabulary: Iterable[str] = (),
     cands_all = sorted(w for w in set(labels) if w not in known and max_distance(w) > 0 and (known or use.get(w, 0) <= 1))
     if not cands_all or not trusted:
         return {}
-    index: dict[str, list[str]] = {}
-    for t in trusted:
-        # a target of length n only meets labels of length n-2..n+2; limit 2 needs labels of >= 9 characters
-        for d in _deletes(t, 2 if len(t) >= 7 else 1):
-            index.setdefault(d, []).append(t)
+    targets = sorted(trusted)
     out: dict[str, str] = {}
     for w in cands_all:
-        limit = max_distance(w)
         rare = use.get(w, 0) <= 1
-        cands = {t for d in _deletes(w, limit) for t in index.get(d, ())}
-        best: tuple[int, int, int, str] | None = None
-        for t in cands:
-            if t == w or (not rare and (t not in known or use.get(t, 0) <= use.get(w, 0))) or is_variant(w, t):
-                continue
-            dist = damerau_levenshtein(w, t, limit)
-            if dist > limit:
-                continue
-            key = (dist, 0 if t in known else 1, -use.get(t, 0), t)
-            if best is None or key < best:
-                best = key
-        if best is not None:
-            out[w] = best[3]
+        near = process.extract(w, targets, scorer=OSA.distance, score_cutoff=max_distance(w), limit=None)
+        keys = [(dist, 0 if t in known else 1, -use.get(t, 0), t) for t, dist, _ in near
+                if t != w and (rare or (t in known and use.get(t, 0) > use.get(w, 0))) and not is_variant(w, t)]
+        if keys:
+            out[w] = min(keys)[3]
     # a target used twice may itself go to a known word (second case): point straight at that word
     return {w: out.get(t, t) for w, t in out.items()}
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -200,6 +202,66 @@ def test_repeated_typo_goes_to_known_word_only() -> None:
     # ties: the known word wins over a more frequent unknown one at the same distance
     assert spelling_corrections(["bowl", "bowk", "book"], ["book"], {"bowl": 9, "bowk": 1, "book": 0}) == {"bowk": "book"}
 
+
+@functools.cache
+def reference_osa(a: str, b: str) -> int:
+    """Slow textbook optimal-string-alignment distance (full matrix), the reference for the rapidfuzz one."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def reference_corrections(labels: list[str], vocabulary: list[str], counts: dict[str, int]) -> tuple[dict[str, str], int]:
+    """The module rule by brute force over every (label, target) pair; also the number of labels with tied targets."""
+    known = set(vocabulary)
+    trusted = {w for w in set(counts) | known if (w in known or counts.get(w, 0) >= 2) and len(w) >= 4}
+    out, ties = {}, 0
+    for w in sorted(set(labels)):
+        limit = 0 if len(w) < 4 else 1 if len(w) <= 8 else 2
+        rare = counts.get(w, 0) <= 1
+        if w in known or not limit or not (known or rare):
+            continue
+        allowed = [t for t in trusted if t != w and abs(len(t) - len(w)) <= limit and not is_variant(w, t)
+                   and (rare or (t in known and counts.get(t, 0) > counts.get(w, 0)))]
+        keys = sorted(k for t in allowed if (k := (reference_osa(w, t), t not in known, -counts.get(t, 0), t))[0] <= limit)
+        if keys:
+            out[w] = keys[0][3]
+            ties += len(keys) > 1 and keys[1][0] == keys[0][0]
+    return {w: out.get(t, t) for w, t in out.items()}, ties
+
+
+def test_spelling_matches_brute_force_reference() -> None:
+    """rapidfuzz's distance and candidate search give the corrections of a brute-force search (seeded noisy labels)."""
+    rng = np.random.default_rng(12)
+    vocab = sorted({w for lx in SAMPLE_LEXICONS.values() for w in (*lx.synonyms, *lx.depictions, *lx.vis_sim)} | set(NoiseProfile().extra_words))
+    labels = []
+    for _ in range(800):
+        w = vocab[int(rng.integers(len(vocab)))]
+        r = rng.random()
+        if r < 0.6:
+            w = make_typo(make_typo(w, rng) if r < 0.15 else w, rng)
+        elif r < 0.75:  # any single substitution or insertion, last letter included
+            i, c = int(rng.integers(len(w))), "abcdeilnorst "[int(rng.integers(13))]
+            w = w[:i] + c + w[i + 1:] if rng.random() < 0.5 else w[:i] + c + w[i:]
+        labels.append(w)
+    pairs = [(labels[int(rng.integers(len(labels)))], vocab[int(rng.integers(len(vocab)))]) for _ in range(1000)]
+    for a, b in pairs + list(zip(labels, labels[1:])):
+        want = reference_osa(a, b)
+        assert damerau_levenshtein(a, b) == want
+        assert damerau_levenshtein(a, b, 1) == min(want, 2) and damerau_levenshtein(a, b, 2) == min(want, 3)
+    uses = dict(Counter(labels))
+    skewed = {w: int(rng.integers(0, 5)) for w in sorted(uses)}
+    total = 0
+    for vocabulary, counts in [(vocab, uses), (vocab[::2], uses), ([], uses), (vocab[1::2], skewed)]:
+        want, ties = reference_corrections(labels, vocabulary, counts)
+        assert spelling_corrections(labels if counts is uses else sorted(uses), vocabulary, None if counts is uses else counts) == want
+        assert ties > 0  # tie-breaking between targets at the same distance is exercised
+        total += len(want)
+    assert total > 300
 
 # ---------------------------------------------------------------- aggregation
 def frame(rows: list[tuple], scene: str = "s") -> pd.DataFrame:
