@@ -129,8 +129,3 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
         write_model(meta, tmp / "meta.json")
     renderer.close()
     return meta
-
-
-def read_depth(path: Path, camera: CameraParams) -> np.ndarray:
-    """Depth PNG → metres."""
-    return np.asarray(Image.open(path), dtype=np.float64) / camera.depth_scale
