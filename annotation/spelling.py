@@ -3,7 +3,7 @@
 The paper's curators "corrected spelling errors" but kept "variations such as plurals and differences in spacing
 (e.g. 'shelves' and 'shelf' or 'counter top' and 'countertop')". The rule implemented here, on normalised labels:
 
-- Weight: `counts[label]` = how many uses the label has in the dataset (in `aggregate_dataset`: the number of
+- Weight: `counts[label]` = how many uses the label has in the dataset (in `aggregate_dataset_with_report`: the number of
   distinct (scene, object, annotator) that typed it; by default here: its number of rows in `labels`).
 - Known words: the `vocabulary` argument (e.g. every object lexicon of the scenes, or a previous release's
   prompt list). A label is **trusted** when it is a known word or has been used at least twice.
@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-import pandas as pd
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
@@ -43,11 +42,6 @@ def max_distance(label: str) -> int:
     """Largest Damerau–Levenshtein distance at which `label` may be corrected: 0 (≤ 3 chars), 1 (4–8), 2 (≥ 9)."""
     n = len(label)
     return 0 if n < MIN_LENGTH else 1 if n <= 8 else 2
-
-
-def damerau_levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Optimal-string-alignment distance (adjacent transpositions count 1); above `limit` returns limit + 1."""
-    return OSA.distance(a, b, score_cutoff=limit)
 
 
 def _plural_forms(word: str) -> set[str]:
@@ -112,13 +106,3 @@ def spelling_corrections(labels: Iterable[str], vocabulary: Iterable[str] = (),
     # a target used twice may itself go to a known word (second case): point straight at that word
     return {w: out.get(t, t) for w, t in out.items()}
 
-
-def correct_labels(labels: pd.Series, vocabulary: Iterable[str] = (), counts: Mapping[str, int] | None = None) -> pd.Series:
-    """`labels` with spelling corrected by the module rule; the {wrong: right} mapping is in `.attrs['corrections']`.
-
-    Without `counts`, each row of `labels` is one use. Labels should be normalised first (annotation.normalise).
-    """
-    fixes = spelling_corrections(labels.dropna().astype(str).tolist(), vocabulary, counts)
-    out = labels.map(fixes).fillna(labels) if fixes else labels.copy()
-    out.attrs["corrections"] = fixes
-    return out
