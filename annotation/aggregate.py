@@ -1,6 +1,6 @@
 """Aggregate annotators' labels into gt_categories.json (OpenLex3D §3.1.2).
 
-Rules, in order (per dataset with `aggregate_dataset`, per scene with `aggregate_scene`):
+Rules, in order (per dataset with `aggregate_dataset_with_report`):
 1. Normalise every label (annotation.normalise: NFKC, lowercase, trim, collapse spaces, `_` → space); drop empty.
 2. Correct spelling against the dataset's vocabulary (annotation.spelling; dataset level only, because the
    weights are uses over the whole dataset: the number of distinct (scene, object, annotator) per label, plus the
@@ -115,22 +115,14 @@ def _samples(df: pd.DataFrame, scene: str, object_names: Mapping[int, str]) -> G
     return GTCategories(dataset=GTSamples(samples=samples))
 
 
-def aggregate_scene(labels: pd.DataFrame, scene: str, object_names: dict[int, str],
-                    corrections: Mapping[str, str] | None = None) -> GTCategories:
-    """One scene's samples: rules 1 and 3–6 of the module docstring (union, least specific wins, ambiguous flag).
-
-    Spelling correction needs the whole dataset: pass `corrections` ({wrong: right}, from `correct_dataset_labels`)
-    or use `aggregate_dataset`.
-    """
-    df = _normalised(labels[labels["scene"] == scene])
-    if corrections:
-        df = df.assign(label=_apply(df["label"], corrections))
-    return _samples(df, scene, object_names)
-
-
 def aggregate_dataset_with_report(labels: pd.DataFrame, scenes: Mapping[str, Mapping[int, str]],
                                   vocabulary: Iterable[str] = ()) -> tuple[dict[str, GTCategories], pd.DataFrame]:
-    """`aggregate_dataset` plus the spelling corrections report (label, corrected, uses, rows)."""
+    """(gt_categories per scene, spelling corrections report with columns label, corrected, uses, rows).
+
+    Normalise, correct spelling, then union / least specific / ambiguous. `scenes` maps scene → {object_id: class
+    name} (used in sample names; every scene listed gets an entry, even without labels); `vocabulary` holds known
+    words (e.g. every object lexicon) for the spelling step.
+    """
     df, report = correct_dataset_labels(labels, vocabulary)
     out = {}
     groups = dict(iter(df.groupby("scene", sort=False))) if len(df) else {}
@@ -138,12 +130,3 @@ def aggregate_dataset_with_report(labels: pd.DataFrame, scenes: Mapping[str, Map
         sub = groups.get(scene, df.iloc[:0])
         out[scene] = _samples(sub, scene, scenes.get(scene, {}))
     return out, report
-
-
-def aggregate_dataset(labels: pd.DataFrame, scenes: dict[str, dict[int, str]], vocabulary: Iterable[str] = ()) -> dict[str, GTCategories]:
-    """gt_categories per scene of a dataset: normalise, correct spelling, then union / least specific / ambiguous.
-
-    `scenes` maps scene → {object_id: class name} (used in sample names; every scene listed gets an entry, even
-    without labels); `vocabulary` holds known words (e.g. every object lexicon) for the spelling step.
-    """
-    return aggregate_dataset_with_report(labels, scenes, vocabulary)[0]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,16 +68,6 @@ class NoiseProfile:
     disagreement: float = 0.1
     confusion: float = 0.5
     extra_words: tuple[str, ...] = EXTRA_WORDS
-
-    @classmethod
-    def clean(cls) -> NoiseProfile:
-        """No noise at all: every annotator types the lexicon exactly."""
-        return cls(omission=0, extra=0, typo=0, case=0, underscore=0, extra_spaces=0, wrong_category=0, disagreement=0,
-                   confusion=0)
-
-    def only(self, **rates: float) -> NoiseProfile:
-        """This profile with every rate zero except the ones given."""
-        return replace(NoiseProfile.clean(), extra_words=self.extra_words, **rates)
 
 
 def _stable(text: str) -> int:

@@ -3,7 +3,7 @@
 The paper's curators "corrected spelling errors" but kept "variations such as plurals and differences in spacing
 (e.g. 'shelves' and 'shelf' or 'counter top' and 'countertop')". The rule implemented here, on normalised labels:
 
-- Weight: `counts[label]` = how many uses the label has in the dataset (in `aggregate_dataset`: the number of
+- Weight: `counts[label]` = how many uses the label has in the dataset (in `aggregate_dataset_with_report`: the number of
   distinct (scene, object, annotator) that typed it; by default here: its number of rows in `labels`).
 - Known words: the `vocabulary` argument (e.g. every object lexicon of the scenes, or a previous release's
   prompt list). A label is **trusted** when it is a known word or has been used at least twice.
@@ -23,16 +23,16 @@ The paper's curators "corrected spelling errors" but kept "variations such as pl
 A target that is itself corrected (an unknown label used twice, going to a known word) is followed to its own
 correction, so every label maps straight to its final form.
 
-Candidates are found with a symmetric-deletion index (every string obtained by deleting up to 2 characters), so the
-cost grows with the number of distinct labels, not with its square; each candidate is verified with the exact
-distance.
+Distances and the candidate search are rapidfuzz's (`rapidfuzz.distance.OSA`, `rapidfuzz.process.extract` with the
+edit limit as score cutoff, so every trusted label within the limit is a candidate).
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-import pandas as pd
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
 
 MIN_LENGTH = 4
 """Labels shorter than this are never corrected (and never used as a correction)."""
@@ -42,29 +42,6 @@ def max_distance(label: str) -> int:
     """Largest Damerau–Levenshtein distance at which `label` may be corrected: 0 (≤ 3 chars), 1 (4–8), 2 (≥ 9)."""
     n = len(label)
     return 0 if n < MIN_LENGTH else 1 if n <= 8 else 2
-
-
-def damerau_levenshtein(a: str, b: str, limit: int | None = None) -> int:
-    """Optimal-string-alignment distance (adjacent transpositions count 1); above `limit` returns limit + 1."""
-    if a == b:
-        return 0
-    if limit is not None and abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, start=1):
-            cost = ca != cb
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                v = min(v, prev2[j - 2] + 1)
-            cur[j] = v
-        if limit is not None and min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    d = prev[-1]
-    return d if limit is None or d <= limit else limit + 1
 
 
 def _plural_forms(word: str) -> set[str]:
@@ -102,16 +79,6 @@ def is_variant(a: str, b: str) -> bool:
     return False
 
 
-def _deletes(word: str, depth: int) -> set[str]:
-    """The word and every string made by deleting up to `depth` of its characters."""
-    out = {word}
-    layer = {word}
-    for _ in range(depth):
-        layer = {w[:i] + w[i + 1:] for w in layer for i in range(len(w))}
-        out |= layer
-    return out
-
-
 def spelling_corrections(labels: Iterable[str], vocabulary: Iterable[str] = (),
                          counts: Mapping[str, int] | None = None) -> dict[str, str]:
     """{label: corrected label} for the distinct `labels` that the module rule corrects.
@@ -127,38 +94,15 @@ def spelling_corrections(labels: Iterable[str], vocabulary: Iterable[str] = (),
     cands_all = sorted(w for w in set(labels) if w not in known and max_distance(w) > 0 and (known or use.get(w, 0) <= 1))
     if not cands_all or not trusted:
         return {}
-    index: dict[str, list[str]] = {}
-    for t in trusted:
-        # a target of length n only meets labels of length n-2..n+2; limit 2 needs labels of >= 9 characters
-        for d in _deletes(t, 2 if len(t) >= 7 else 1):
-            index.setdefault(d, []).append(t)
+    targets = sorted(trusted)
     out: dict[str, str] = {}
     for w in cands_all:
-        limit = max_distance(w)
         rare = use.get(w, 0) <= 1
-        cands = {t for d in _deletes(w, limit) for t in index.get(d, ())}
-        best: tuple[int, int, int, str] | None = None
-        for t in cands:
-            if t == w or (not rare and (t not in known or use.get(t, 0) <= use.get(w, 0))) or is_variant(w, t):
-                continue
-            dist = damerau_levenshtein(w, t, limit)
-            if dist > limit:
-                continue
-            key = (dist, 0 if t in known else 1, -use.get(t, 0), t)
-            if best is None or key < best:
-                best = key
-        if best is not None:
-            out[w] = best[3]
+        near = process.extract(w, targets, scorer=OSA.distance, score_cutoff=max_distance(w), limit=None)
+        keys = [(dist, 0 if t in known else 1, -use.get(t, 0), t) for t, dist, _ in near
+                if t != w and (rare or (t in known and use.get(t, 0) > use.get(w, 0))) and not is_variant(w, t)]
+        if keys:
+            out[w] = min(keys)[3]
     # a target used twice may itself go to a known word (second case): point straight at that word
     return {w: out.get(t, t) for w, t in out.items()}
 
-
-def correct_labels(labels: pd.Series, vocabulary: Iterable[str] = (), counts: Mapping[str, int] | None = None) -> pd.Series:
-    """`labels` with spelling corrected by the module rule; the {wrong: right} mapping is in `.attrs['corrections']`.
-
-    Without `counts`, each row of `labels` is one use. Labels should be normalised first (annotation.normalise).
-    """
-    fixes = spelling_corrections(labels.dropna().astype(str).tolist(), vocabulary, counts)
-    out = labels.map(fixes).fillna(labels) if fixes else labels.copy()
-    out.attrs["corrections"] = fixes
-    return out

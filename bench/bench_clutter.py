@@ -8,7 +8,7 @@ is sampled as a surface point cloud (about 1,000 points per object). Measured in
 - boxes_from_cloud (Open3D PCA boxes per object) and the previous version (argsort + unique + split + the same fits);
 - clutter_pairs (broad phase + vectorised SAT) vs clutter_pairs_exact (the same broad phase + exact box_iou per
   candidate pair, the previous path) — and whether both give the same pairs;
-- a Label Studio export of the objects with simulated annotators: tidy_export, then aggregate_dataset.
+- a Label Studio export of the objects with simulated annotators: tidy_export, then aggregate_dataset_with_report.
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def main() -> None:
     found = [w in gts[s].by_id()[o].labels.image_attributes.synonyms for (s, o), lx in lex.items() for w in lx.synonyms]
     print(f"labels: {n} objects x {args.annotators} annotators (simulated in {t_sim:.3f} s): "
           f"tidy_export {t_tidy:.3f} s (first call {t_tidy_first:.3f} s; {len(labels)} labels, {len(flagged)} flagged), "
-          f"aggregate_dataset {t_agg:.3f} s ({len(report)} spelling corrections); "
+          f"aggregate_dataset_with_report {t_agg:.3f} s ({len(report)} spelling corrections); "
           f"lexicon synonyms recovered: {np.mean(found):.1%}")
 
 

@@ -1,7 +1,7 @@
 """Coverage-driven camera paths: candidate viewpoints, ray-cast object visibility, greedy set cover, in-place turns."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import open3d as o3d
@@ -47,9 +47,7 @@ class CoveragePlan:
     goal_index: list[int]
     turns: dict[int, np.ndarray]
     candidates: int = 0
-    covered_objects: list[int] = field(default_factory=list)
     coverable_objects: int = 0
-    rooms: list[str] = field(default_factory=list)
 
 
 def object_samples(geometry: list[ObjectGeometry], ids: set[int], n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -210,9 +208,8 @@ def plan_coverage(scene: Scene, geometry: list[ObjectGeometry] | None, seed: int
         az = np.arctan2(centres[:, 1] - path[i, 1], centres[:, 0] - path[i, 0])
         heading = path[i] - path[i - 1] if i > 0 else path[min(1, len(path) - 1)] - path[0]
         turns[i] = sweep(az, view.hfov / 2 - view.margin, float(np.arctan2(heading[1], heading[0])))
-    covered_all = sorted(object_ids[k] for k in np.flatnonzero(sees.any(0)))
-    return CoveragePlan(path=path, goal_index=at_index[1:], turns=turns, candidates=len(cand), covered_objects=covered_all,
-                        coverable_objects=len(covered_all), rooms=[scene.rooms[r].name for r in np.unique(rooms[rooms >= 0])])
+    return CoveragePlan(path=path, goal_index=at_index[1:], turns=turns, candidates=len(cand),
+                        coverable_objects=int(sees.any(0).sum()))
 
 
 

@@ -1,7 +1,7 @@
 """habitat-sim backend (GPU workstations, ReplicaCAD / HM3D): plain mappings, habitat imported lazily.
 
 habitat-sim has no wheels for this project's CPU machines (Python 3.11), so everything that does not
-need the simulator (light setups per path segment, sensor and agent specs) is plain data tested here;
+need the simulator (light setups per path segment, sensor specs, pose conversion) is plain data tested here;
 `require_habitat()` gives the install instruction when the simulator is missing.
 """
 from __future__ import annotations
@@ -69,13 +69,6 @@ def sensor_specs(camera: CameraParams, height: float) -> list[dict[str, Any]]:
     return [{"uuid": "color_sensor", "sensor_type": "COLOR", **base},
             {"uuid": "depth_sensor", "sensor_type": "DEPTH", **base},
             {"uuid": "semantic_sensor", "sensor_type": "SEMANTIC", **base}]
-
-
-def agent_actions(linear_speed: float, angular_speed: float, fps: float) -> dict[str, dict[str, float]]:
-    """Discrete actions that move at the reference speeds for one frame each (GreedyGeodesicFollower steps)."""
-    return {"move_forward": {"amount": linear_speed / fps},
-            "turn_left": {"amount": math.degrees(angular_speed / fps)},
-            "turn_right": {"amount": math.degrees(angular_speed / fps)}}
 
 
 def habitat_scene(name: str, scene_path: Path, seed: int = 0) -> Scene:

@@ -143,4 +143,3 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
         write_model(meta, tmp / META_FILE)
     renderer.close()
     return meta
-

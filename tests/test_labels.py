@@ -5,9 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.aggregate import aggregate_scene
+from annotation.aggregate import aggregate_dataset_with_report
 from annotation.clutter import box_iou, clutter_pairs
-from annotation.normalise import normalise_label, split_labels
 from annotation.queries import query_mappings
 
 EYE = np.eye(3)
@@ -16,13 +15,6 @@ EYE = np.eye(3)
 def rotz(a: float) -> np.ndarray:
     c, s = np.cos(a), np.sin(a)
     return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
-def test_normalise_and_split() -> None:
-    assert normalise_label("  Flower_Vase  ") == "flower vase"
-    assert normalise_label("Polka   Dots") == "polka dots"
-    assert split_labels("mug, cup,, ,Coffee Mug") == ["mug", "cup", "Coffee Mug"]
-    assert split_labels("mug;cup\n tea cup ;") == ["mug", "cup", "tea cup"]
 
 
 @pytest.mark.parametrize("b, expected", [
@@ -63,7 +55,7 @@ def test_aggregate_union_least_specific_and_ambiguous() -> None:
         (1, "a3", "synonyms", "sofa"), (1, "a3", "depictions", "flowers"),
         (2, "a1", "synonyms", "box"), (2, "a2", "synonyms", "crate"), (2, "a3", "synonyms", "bin"),
     ])
-    gt = aggregate_scene(df, "s", {1: "sofa", 2: "box"}).by_id()
+    gt = aggregate_dataset_with_report(df, {"s": {1: "sofa", 2: "box"}})[0]["s"].by_id()
     a = gt[1].labels.image_attributes
     # 'sofa' given as synonym by a1/a3 and as vis_sim by a2 -> the least specific category (vis_sim) wins.
     assert a.synonyms == ["couch"] and a.vis_sim == ["sofa"] and a.depictions == ["flowers"]
@@ -75,7 +67,7 @@ def test_aggregate_union_least_specific_and_ambiguous() -> None:
 def test_query_mappings_official_form() -> None:
     df = labels([(1, "a", "synonyms", "pillow"), (1, "a", "synonyms", "cushion"), (1, "a", "depictions", "flower"),
                  (2, "a", "synonyms", "pillow"), (3, "a", "synonyms", "wall"), (3, "a", "depictions", "poster")])
-    q = query_mappings(aggregate_scene(df, "s", {}))
+    q = query_mappings(aggregate_dataset_with_report(df, {"s": {}})[0]["s"])
     assert q["l0"].level0 == {"cushion": [1], "pillow": [1, 2]}
     assert q["l1"].level1 == {"flower cushion": [1], "flower pillow": [1], "poster wall": [3]}
     assert q["all"].level0 == q["l0"].level0 and q["all"].level1 == q["l1"].level1

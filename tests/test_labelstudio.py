@@ -116,7 +116,7 @@ def test_annotators_are_isolated(ls_dataset: DatasetPaths) -> None:
     push(ds, ["room0"], 2, log=quiet)
     n = len(crop_tasks(ds, ["room0"]))
     assert simulate(ds, ["room0"], 2, log=quiet)["annotations submitted"] == 2 * n
-    s1, s2 = ls_server.seat_of(ds, A1), ls_server.seat_of(ds, A2)
+    s2 = ls_server.seat_of(ds, A2)
     me = session(ds, A1)
     uid = me.whoami()["id"]
     record = read_tasks_record(ds)

@@ -189,7 +189,7 @@ def write_crop_index(index: CropIndex, path: Path | str) -> Path:
     return write_model(index, path)
 
 
-CLOSEUP_STATUS = ("chosen", "ok", "occluded", "not free", "unseen")
+CloseupStatus = Literal["chosen", "ok", "occluded", "not free", "unseen"]
 """Per candidate view: rendered (chosen); usable but not the best (ok); object mostly hidden by others (occluded);
 camera outside the rooms, inside or too close to geometry (not free); object not in the image (unseen)."""
 
@@ -205,7 +205,7 @@ class CloseupView(Model):
     """Object pixels visible in the id-only ray cast at `score_size` (0 for cameras not in free space)."""
     visible_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
     """Visible object pixels over the object's pixels with nothing else in the scene."""
-    status: Literal["chosen", "ok", "occluded", "not free", "unseen"]
+    status: CloseupStatus
     pixels: PosInt | None = None
     """Object pixels in the full-size instance image (rendered views only)."""
     rgb: str | None = None

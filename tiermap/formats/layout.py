@@ -61,13 +61,6 @@ class DatasetPaths:
         return sorted(p.name for p in self.gt.iterdir() if p.is_dir())
 
 
-GT_FILES = (
-    "gt_categories.json",
-    "gt_categories_query_to_object_mapping_l0.json",
-    "gt_categories_query_to_object_mapping_l1.json",
-    "gt_categories_query_to_object_mapping_all.json",
-    "objects.json",
-)
 GT_READERS = {
     "gt_categories.json": read_gt_categories,
     "gt_categories_query_to_object_mapping_l0.json": read_query_mapping,
@@ -75,3 +68,4 @@ GT_READERS = {
     "gt_categories_query_to_object_mapping_all.json": read_query_mapping,
     "objects.json": read_benchbot_gt,
 }
+"""The files of gt/<scene>/ and the reader of each."""
