@@ -27,6 +27,10 @@ from annotation import views
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
 from tiermap.formats.crops import (
+    CONTEXT_FILE,
+    CROP_FILE,
+    INDEX_FILE,
+    VIEWS_FILE,
     CloseupView,
     CropCloseup,
     CropIndex,
@@ -161,7 +165,7 @@ def mask_box(mask: np.ndarray) -> list[int]:
 
 def read_closeups(closeup_dir: Path, scene: str) -> dict[int, CloseupView]:
     """The best rendered close-up per object id of a closeups/<scene>/ folder (objects flagged there are left out)."""
-    path = Path(closeup_dir) / "index.json"
+    path = Path(closeup_dir) / INDEX_FILE
     if not path.is_file():
         raise SchemaError(path, "<file>", "a close-ups index (run `tiermap generate closeups` first)")
     index = read_closeup_index(path)
@@ -223,8 +227,8 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
                 cu_rgb, cu_mask = load_closeup(Path(closeup_dir), cu, o.id)  # type: ignore[arg-type]
                 cu_box, (ch, cw) = mask_box(cu_mask), cu_mask.shape
                 ctx = context_box(cu_box, pad, cw, ch)
-                files.append(("crop.png", encode(masked_crop(cu_rgb, cu_mask, cu_box, size), "PNG")))
-                files.append(("context.png", encode(context_crop(cu_rgb, cu_mask, ctx, size), "PNG")))
+                files.append((CROP_FILE, encode(masked_crop(cu_rgb, cu_mask, cu_box, size), "PNG")))
+                files.append((CONTEXT_FILE, encode(context_crop(cu_rgb, cu_mask, ctx, size), "PNG")))
                 used = CropCloseup(rgb=str(cu.rgb), instance=str(cu.instance), azimuth_deg=cu.azimuth_deg, elevation_deg=cu.elevation_deg,
                                           distance=cu.distance, pixels=int(cu.pixels or 0), bbox=cu_box, image_size=[cw, ch])
             for i, row in enumerate(rows):
@@ -233,8 +237,8 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
                 box = [int(v) for v in stats.bbox[row, c]]
                 if i == 0 and used is None:
                     ctx = context_box(box, pad, w, h)
-                    files.append(("crop.png", encode(masked_crop(rgb, mask, box, size), "PNG")))
-                    files.append(("context.png", encode(context_crop(rgb, mask, ctx, size), "PNG")))
+                    files.append((CROP_FILE, encode(masked_crop(rgb, mask, box, size), "PNG")))
+                    files.append((CONTEXT_FILE, encode(context_crop(rgb, mask, ctx, size), "PNG")))
                 name = f"frame_{i}.jpg"
                 files.append((name, encode(Image.fromarray(outline(rgb, mask), "RGB"), "JPEG")))
                 chosen.append(CropView(frame=int(seq.frames[row]), file=name, pixels=int(stats.area[row, c]), bbox=box,
@@ -242,13 +246,13 @@ def write_crops(scene_json: Path, sequence_dir: Path, visibility_json: Path, out
             for name, data in files:
                 (folder / name).write_bytes(data)
             write_model(CropViews(scene=scene.name, condition=seq.dir.name, object_id=o.id, class_name=o.class_name,
-                                                image_size=[w, h], context_bbox=ctx, views=chosen, closeup=used), folder / "views.json")
+                                                image_size=[w, h], context_bbox=ctx, views=chosen, closeup=used), folder / VIEWS_FILE)
             rel = f"{o.id}/"
             records.append(CropRecord(
-                scene=scene.name, object_id=o.id, class_name=o.class_name, crop=rel + "crop.png", context=rel + "context.png",
-                frames=[rel + v.file for v in chosen], views=rel + "views.json", sha256=content_hash(files),
+                scene=scene.name, object_id=o.id, class_name=o.class_name, crop=rel + CROP_FILE, context=rel + CONTEXT_FILE,
+                frames=[rel + v.file for v in chosen], views=rel + VIEWS_FILE, sha256=content_hash(files),
                 closeup_pixels=used.pixels if used else None))
         index = CropIndex(scene=scene.name, condition=seq.dir.name, k=k, min_pixels=min_pixels, pad=pad, size=size,
                                  objects=records, skipped=skipped)
-        write_crop_index(index, tmp / "index.json")
+        write_crop_index(index, tmp / INDEX_FILE)
     return index

@@ -15,8 +15,10 @@ from annotation.project import admins
 from annotation.push import crop_tasks, read_tasks_record
 from tiermap import atomic
 from tiermap.formats.base import SchemaError
-from tiermap.formats.labels import write_labels
+from tiermap.formats.labels import LABELS_FILE, write_labels
 from tiermap.formats.labelstudio import (
+    LEDGER_FILE,
+    TAMPER_FILE,
     Ledger,
     LedgerEntry,
     parse_ls_export,
@@ -42,12 +44,12 @@ def raw_dir(ds: DatasetPaths) -> Path:
 
 def ledger_path(ds: DatasetPaths) -> Path:
     """labels/ledger.json: accepted annotations (kept across pulls)."""
-    return ds.labels / "ledger.json"
+    return ds.labels / LEDGER_FILE
 
 
 def tamper_report(ds: DatasetPaths) -> Path:
     """labels/tamper.csv: what the last pull flagged, one row per task and annotator."""
-    return ds.labels / "tamper.csv"
+    return ds.labels / TAMPER_FILE
 
 
 def _new_raw_path(ds: DatasetPaths, stamp: str, suffix: str) -> Path:
@@ -125,7 +127,7 @@ def pull(ds: DatasetPaths, scenes: list[str], accept_changes: bool = False) -> d
     flags += changes
     write_ledger(new_ledger, ledger_path(ds))
     labels, flagged = labels_from_ledger(ds, new_ledger, scenes)
-    write_labels(ds.labels / "labels.parquet", labels)
+    write_labels(ds.labels / LABELS_FILE, labels)
     atomic.write_text(ds.labels / "flagged.csv", flagged.to_csv(index=False))
     rows = pd.DataFrame([[f.key, f.annotator, f.kind, f.detail] for f in flags], columns=FLAG_COLUMNS)
     atomic.write_text(tamper_report(ds), rows.sort_values(["key", "annotator", "kind"]).to_csv(index=False))

@@ -10,8 +10,8 @@ from urllib.parse import quote
 from annotation.ls_client import Admin
 from annotation.project import admins, ensure_project
 from tiermap.formats.base import SchemaError, read_model, write_model
-from tiermap.formats.crops import CropRecord, read_crop_index
-from tiermap.formats.labelstudio import SeatTasks, TasksRecord
+from tiermap.formats.crops import INDEX_FILE, CropRecord, read_crop_index
+from tiermap.formats.labelstudio import TASKS_FILE, SeatTasks, TasksRecord
 from tiermap.formats.layout import DatasetPaths
 
 
@@ -29,7 +29,7 @@ def crop_records(ds: DatasetPaths, scenes: list[str]) -> dict[str, CropRecord]:
     """Every cropped object's record (files relative to crops/<scene>/), keyed by task key."""
     out: dict[str, CropRecord] = {}
     for scene in scenes:
-        for r in read_crop_index(ds.dir / "crops" / scene / "index.json").objects:
+        for r in read_crop_index(ds.dir / "crops" / scene / INDEX_FILE).objects:
             out[task_key(scene, r.object_id)] = r
     return out
 
@@ -102,7 +102,7 @@ def push(ds: DatasetPaths, scenes: list[str], annotators_wanted: int = 4, batch_
 
 def tasks_record(ds: DatasetPaths) -> Path:
     """labels/tasks.json: what the last push left on the seats (the push stage's output)."""
-    return ds.labels / "tasks.json"
+    return ds.labels / TASKS_FILE
 
 
 def read_tasks_record(ds: DatasetPaths) -> TasksRecord:

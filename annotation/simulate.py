@@ -11,7 +11,7 @@ from annotation.noise import NoiseProfile, answer_rng, object_is_hard, simulate_
 from annotation.project import textarea_result
 from annotation.push import read_tasks_record
 from tiermap.formats.layout import DatasetPaths
-from tiermap.formats.scene import read_scene
+from tiermap.formats.scene import SCENE_FILE, read_scene
 
 
 def simulate(ds: DatasetPaths, scenes: list[str], n_annotators: int = 4, seed: int = 0,
@@ -20,7 +20,7 @@ def simulate(ds: DatasetPaths, scenes: list[str], n_annotators: int = 4, seed: i
     profile = profile or NoiseProfile()
     passwords = ensure_simulated(ds, n_annotators, log)
     record = read_tasks_record(ds)
-    objects = {s: {o.id: o for o in read_scene(ds.scene_dir(s) / "scene.json").objects} for s in scenes}
+    objects = {s: {o.id: o for o in read_scene(ds.scene_dir(s) / SCENE_FILE).objects} for s in scenes}
     others = sorted({w for objs in objects.values() for o in objs.values() for w in o.lexicon.synonyms})
     emails = list(passwords)
 

@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from tiermap.formats.sequence import Sequence, read_instance
 
+
 @dataclass(frozen=True)
 class FrameStats:
     """Per frame × object: visible pixels (F, N), mask box [x0, y0, x1, y1) (F, N, 4; zeros if absent), border cut (F, N)."""

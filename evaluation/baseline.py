@@ -13,14 +13,37 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evaluation.layout import read_class_map
 from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
 from tiermap import atomic
 from tiermap.formats.base import SchemaError, read_json
-from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.benchbot import BENCHBOT_RESULTS_FILE, read_benchbot_gt
+from tiermap.formats.classes import read_class_map
 from tiermap.formats.openlex3d import read_prompt_list, read_query_mapping
-from tiermap.formats.predictions import write_predictions, write_text_features
-from tiermap.formats.sequence import read_camera, read_traj
+from tiermap.formats.predictions import (
+    TEXT_FEATURES_FILE,
+    write_predictions,
+    write_text_features,
+)
+from tiermap.formats.records import (
+    CAPTIONS_FILE,
+    METHOD_FILE,
+    MethodInfo,
+    read_captions,
+    write_captions,
+    write_method,
+)
+from tiermap.formats.sequence import (
+    CAMERA_FILE,
+    TRAJ_FILE,
+    depth_path,
+    instance_path,
+    read_camera,
+    read_depth,
+    read_instance,
+    read_rgb,
+    read_traj,
+    rgb_path,
+)
 
 FUSE_VOXEL = 0.02
 ORACLE_NOTE = "oracle captions: each object is captioned with its GT class name (an upper bound on the language side)"
@@ -32,22 +55,21 @@ def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> 
     Points are merged per object on a `voxel` grid (mean position and colour). The best view of an object is the frame
     where it covers the most pixels: (frame index, pixel count).
     """
-    cam = read_camera(sequence / "camera_params.json")
-    poses = read_traj(sequence / "traj.txt")
+    cam = read_camera(sequence / CAMERA_FILE)
+    poses = read_traj(sequence / TRAJ_FILE)
     K_inv = np.linalg.inv(cam.K())
     v, u = np.mgrid[0:cam.h, 0:cam.w]
     rays = (np.stack([u.ravel(), v.ravel(), np.ones(u.size)], 1) @ K_inv.T).astype(np.float32)
     pts, ids, cols = [], [], []
     best: dict[int, tuple[int, int]] = {}
     for f in range(0, len(poses), max(stride, 1)):
-        inst_path = sequence / "instance" / f"{f:06d}.png"
-        depth_path = sequence / "results" / f"depth{f:06d}.png"
-        for p in (inst_path, depth_path):
+        inst_file, depth_file = instance_path(sequence, f), depth_path(sequence, f)
+        for p in (inst_file, depth_file):
             if not p.is_file():
                 raise SchemaError(p, "<file>", f"frame {f} of the sequence (traj.txt has {len(poses)} poses)")
-        inst = np.asarray(Image.open(inst_path)).ravel().astype(np.int64)
-        depth = np.asarray(Image.open(depth_path)).ravel().astype(np.float32) / cam.depth_scale
-        rgb = np.asarray(Image.open(_rgb_path(sequence, f)).convert("RGB")).reshape(-1, 3)
+        inst = read_instance(inst_file, (cam.h, cam.w)).ravel().astype(np.int64)
+        depth = read_depth(depth_file, cam).ravel()
+        rgb = read_rgb(_rgb_path(sequence, f), (cam.h, cam.w)).reshape(-1, 3)
         ok = (inst > 0) & (depth > 0)
         T = poses[f]
         cam_pts = rays[ok] * depth[ok, None]
@@ -71,18 +93,18 @@ def fuse_objects(sequence: Path, stride: int = 2, voxel: float = FUSE_VOXEL) -> 
 
 
 def _rgb_path(sequence: Path, f: int) -> Path:
-    for ext in ("png", "jpg"):
-        p = sequence / "results" / f"frame{f:06d}.{ext}"
+    for ext in (".png", ".jpg"):
+        p = rgb_path(sequence, f, ext)
         if p.is_file():
             return p
-    raise SchemaError(sequence / "results" / f"frame{f:06d}.png", "<file>", f"the RGB image of frame {f}")
+    raise SchemaError(rgb_path(sequence, f, ".png"), "<file>", f"the RGB image of frame {f}")
 
 
 def crop(sequence: Path, frame: int, object_id: int, pad: int = 8) -> bytes:
     """PNG bytes of the object's padded bounding box in one frame."""
-    inst = np.asarray(Image.open(sequence / "instance" / f"{frame:06d}.png"))
+    inst = read_instance(instance_path(sequence, frame), None)
     ys, xs = np.nonzero(inst == object_id)
-    img = Image.open(_rgb_path(sequence, frame)).convert("RGB")
+    img = Image.fromarray(read_rgb(_rgb_path(sequence, frame), inst.shape))
     box = (max(xs.min() - pad, 0), max(ys.min() - pad, 0), min(xs.max() + pad + 1, img.width), min(ys.max() + pad + 1, img.height))
     buf = io.BytesIO()
     img.crop(tuple(int(b) for b in box)).save(buf, format="PNG")
@@ -98,7 +120,7 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
     class Caption(BaseModel):
         caption: str
 
-    done = {int(k): v for k, v in json.loads(cache.read_text()).items()} if cache.is_file() else {}
+    done = read_captions(cache) if cache.is_file() else {}
     client = gemini_client("--captions gemini") if len(done) < len(best) else None
     for oid, (frame, _) in sorted(best.items()):
         if oid in done:
@@ -107,7 +129,7 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
         if not ans.caption.strip():
             raise SchemaError(f"gemini:{model}", f"object {oid}", "a non-empty caption", ans.caption)
         done[oid] = ans.caption.strip().lower()
-        atomic.write_text(cache, json.dumps({str(k): v for k, v in sorted(done.items())}, indent=1))
+        write_captions(cache, done)
     return {oid: done[oid] for oid in best}
 
 
@@ -162,18 +184,18 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
     emb = enc([text[o] for o in objects])
     index = np.searchsorted(np.asarray(objects), ids)
     write_predictions(out, points, emb, index, colors)
-    info = {"method": f"caption-{captions}", "captions": captions, "encoder": getattr(enc, "name", encoder),
-            "note": ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}"}
-    atomic.write_text(out / "captions.json", json.dumps({str(o): text[o] for o in objects}, indent=1))
-    atomic.write_text(out / "method.json", json.dumps(info, indent=1))
+    info = MethodInfo(method=f"caption-{captions}", captions=captions, encoder=str(getattr(enc, "name", encoder)),
+                      note=ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}")
+    write_captions(out / CAPTIONS_FILE, {o: text[o] for o in objects})
+    write_method(info, out / METHOD_FILE)
     if gt_classes is not None and "ground_truth" in read_json(gt_classes):
         bb = benchbot_results(gt_classes, objects, points, ids, emb, enc)
-        atomic.write_text(out / "benchbot_results.json", json.dumps(bb, indent=1))
+        atomic.write_text(out / BENCHBOT_RESULTS_FILE, json.dumps(bb, indent=1))
     texts: list[str] = read_prompt_list(prompt_list) if prompt_list else []
     for q in queries or []:
         m = read_query_mapping(q)
         texts += [t for level in (m.level0, m.level1) if level for t in level]
     if texts:
         uniq = list(dict.fromkeys(texts))
-        write_text_features(out / "text_features.npz", uniq, enc(uniq))
+        write_text_features(out / TEXT_FEATURES_FILE, uniq, enc(uniq))
     return {**info, "objects": len(objects), "points": int(len(points))}

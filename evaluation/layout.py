@@ -7,22 +7,29 @@ import numpy as np
 
 from evaluation.arrays import lookup
 from evaluation.text_features import TextEncoder
-from tiermap.formats.base import SchemaError, read_json
-from tiermap.formats.benchbot import read_benchbot_gt
+from tiermap.formats.base import SchemaError
+from tiermap.formats.benchbot import OBJECTS_FILE
+from tiermap.formats.classes import read_class_map
 from tiermap.formats.openlex3d import (
+    GT_CATEGORIES_FILE,
+    GT_CLOUD_FILE,
+    PROMPT_LIST_FILE,
+    query_mapping_file,
     read_gt_categories,
     read_gt_cloud,
     read_prompt_list,
     read_query_mapping,
 )
 from tiermap.formats.predictions import (
+    EMBEDDINGS_FILE,
     find_prediction_cloud,
     read_point_positions,
     read_predictions,
 )
+from tiermap.formats.records import METHOD_FILE, read_method
 
-GT_CLOUD_NAMES = ("gt_cloud.ply", "gt_cloud.pcd", "gt_points.npy")
-QUERY_FILE = "gt_categories_query_to_object_mapping_{}.json"
+GT_CLOUD_NAMES = (GT_CLOUD_FILE, "gt_cloud.pcd", "gt_points.npy")
+
 LEVELS = {"l0": ("level0",), "l1": ("level1",), "all": ("level0", "level1")}
 
 
@@ -30,7 +37,7 @@ def gt_scene_folders(gt_dir: Path, scenes: list[str] | None = None) -> list[Path
     """Scene folders of a released GT folder (those holding gt_categories.json), optionally a chosen subset."""
     if not gt_dir.is_dir():
         raise SchemaError(gt_dir, "<folder>", "a GT folder with one sub-folder per scene")
-    found = sorted(p for p in gt_dir.iterdir() if (p / "gt_categories.json").is_file())
+    found = sorted(p for p in gt_dir.iterdir() if (p / GT_CATEGORIES_FILE).is_file())
     if scenes:
         known = {p.name: p for p in found}
         unknown = [s for s in scenes if s not in known]
@@ -38,7 +45,7 @@ def gt_scene_folders(gt_dir: Path, scenes: list[str] | None = None) -> list[Path
             raise SchemaError(gt_dir, "--scene", f"scenes of this GT folder {sorted(known)}", unknown)
         found = [known[s] for s in scenes]
     if not found:
-        raise SchemaError(gt_dir, "gt_categories.json", "at least one scene folder with gt_categories.json")
+        raise SchemaError(gt_dir, GT_CATEGORIES_FILE, "at least one scene folder with gt_categories.json")
     return found
 
 
@@ -60,7 +67,7 @@ def _scene_inputs(predictions: Path, gt_labels: Path | None, gt_cloud: Path | No
             pred = predictions / folder.name
             if not pred.is_dir():
                 raise SchemaError(pred, "<folder>", f"predictions for scene '{folder.name}' (one sub-folder per scene of --gt-dir)")
-            out.append((folder.name, folder / "gt_categories.json", cloud, ids, pred))
+            out.append((folder.name, folder / GT_CATEGORIES_FILE, cloud, ids, pred))
         return out
     if gt_cloud is None:
         raise SchemaError("<options>", "--gt-cloud", "--gt-cloud FILE (and --gt-labels), or --gt-dir DIR")
@@ -74,7 +81,7 @@ def segmentation_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Pat
     """Segmentation scenes, the prompt list and its path."""
     from evaluation.segmentation import load_scene
 
-    prompt_path = prompt_list or (gt_dir / "prompt_list.txt" if gt_dir else None)
+    prompt_path = prompt_list or (gt_dir / PROMPT_LIST_FILE if gt_dir else None)
     if prompt_path is None:
         raise SchemaError("<options>", "--prompt-list", "the dataset's prompt_list.txt")
     prompts = read_prompt_list(prompt_path)
@@ -95,7 +102,7 @@ def retrieval_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path |
         raise SchemaError("--level", level, "one of l0, l1, all")
     out = []
     for name, labels, cloud, ids, pred_dir in _scene_inputs(predictions, gt_labels, gt_cloud, gt_ids, gt_dir, scenes):
-        qpath = queries if gt_dir is None else cloud.parent / QUERY_FILE.format(level)
+        qpath = queries if gt_dir is None else cloud.parent / query_mapping_file(level)
         if qpath is None:
             raise SchemaError("<options>", "--queries", "a query mapping file (gt_categories_query_to_object_mapping_<level>.json)")
         mapping = read_query_mapping(qpath)
@@ -113,22 +120,6 @@ def retrieval_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path |
     return out
 
 
-def read_class_map(path: Path) -> dict[int, str]:
-    """Object id → class name from objects.json (BenchBot GT with ids) or a plain {id: name} JSON."""
-    data = read_json(path)
-    if isinstance(data, dict) and "ground_truth" in data:
-        gt = read_benchbot_gt(path)
-        if any(o.id is None or str(o.id).strip() == "" for o in gt.ground_truth.objects):
-            raise SchemaError(path, "ground_truth.objects.id", "an id on every object (to map GT cloud ids to classes)")
-        return {int(o.id): o.class_ for o in gt.ground_truth.objects}
-    if isinstance(data, dict):
-        try:
-            return {int(k): str(v) for k, v in data.items()}
-        except ValueError:
-            pass
-    raise SchemaError(path, "<root>", "objects.json in BenchBot form with ids, or a JSON object {id: class name}")
-
-
 def class_labels(obj_ids: np.ndarray, class_map: dict[int, str]) -> tuple[np.ndarray, dict[int, str]]:
     """Per-point class ids (0 = background: ids without a class) and the class id → name table (1-based, sorted names)."""
     names = sorted(set(class_map.values()))
@@ -143,7 +134,7 @@ def condition_folders(predictions: Path, conditions: list[str] | None) -> dict[s
     """{condition: predictions folder}: the folder itself when it holds a cloud, else its sub-folders."""
     if not predictions.is_dir():
         raise SchemaError(predictions, "<folder>", "a predictions folder or one sub-folder per condition")
-    if (predictions / "embeddings.npy").is_file() or (predictions / "labels.npy").is_file():
+    if (predictions / EMBEDDINGS_FILE).is_file() or (predictions / "labels.npy").is_file():
         return {conditions[0] if conditions else predictions.name: predictions}
     subs = {p.name: p for p in sorted(predictions.iterdir()) if p.is_dir()}
     if conditions:
@@ -165,13 +156,13 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
     """
     from evaluation import osma
 
-    class_path = gt_classes or gt_cloud.parent / "objects.json"
+    class_path = gt_classes or gt_cloud.parent / OBJECTS_FILE
     points, obj_ids = read_gt_cloud(gt_cloud, gt_ids)
     labels, names = class_labels(obj_ids, read_class_map(class_path))
     scene = gt_cloud.parent.name
     out: dict[str, dict[str, tuple]] = {}
     for cond, folder in condition_folders(predictions, conditions).items():
-        if not any((folder / n).is_file() for n in ("embeddings.npy", "labels.npy")) and (folder / scene).is_dir():
+        if not any((folder / n).is_file() for n in (EMBEDDINGS_FILE, "labels.npy")) and (folder / scene).is_dir():
             folder = folder / scene  # <condition>/<scene>/ layout
         if (folder / "labels.npy").is_file():
             cloud = find_prediction_cloud(folder)
@@ -192,11 +183,10 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
 
 
 
-def method_info(predictions: Path) -> dict:
+def method_info(predictions: Path) -> dict[str, str]:
     """method.json written beside predictions by a method (name, note), searched in the folder and its sub-folders."""
-    for p in [predictions / "method.json", *sorted(predictions.glob("*/method.json"))]:
+    for p in [predictions / METHOD_FILE, *sorted(predictions.glob(f"*/{METHOD_FILE}"))]:
         if p.is_file():
-            data = read_json(p)
-            if isinstance(data, dict):
-                return {k: str(v) for k, v in data.items() if k in {"method", "note"}}
+            info = read_method(p)
+            return {k: v for k, v in (("method", info.method), ("note", info.note)) if v}
     return {}

@@ -16,6 +16,7 @@ from evaluation.voxel import VOXEL_SIZE, downsample_predictions
 from tiermap.formats.base import SchemaError
 from tiermap.formats.openlex3d import GTCategories, read_gt_categories, read_gt_cloud
 from tiermap.formats.predictions import (
+    EMBEDDINGS_FILE,
     Predictions,
     read_point_positions,
     read_predictions,
@@ -59,7 +60,7 @@ def evaluate_scene(scene: SegmentationScene, prompts: list[str], prompt_feats: n
     import torch
 
     pred = scene.predictions
-    emb_path = pred.folder / "embeddings.npy"
+    emb_path = pred.folder / EMBEDDINGS_FILE
     if prompt_feats.shape != (len(prompts), pred.embeddings.shape[1]):
         raise SchemaError(emb_path, "embeddings", f"feature dimension {prompt_feats.shape[1]} (as the text features)",
                                  pred.embeddings.shape[1])

@@ -37,6 +37,7 @@ from generation.trajectory import STRUCTURE_CLASSES
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import write_model
 from tiermap.formats.crops import (
+    INDEX_FILE,
     CloseupCamera,
     CloseupFlag,
     CloseupIndex,
@@ -271,7 +272,7 @@ def write_closeups(scene_json: Path | str, condition: str, lighting: dict[str, A
                     flagged.append(CloseupFlag(object_id=o.id, reason=_flag_reason(plan, o.id in planner.geometry)))
             index = CloseupIndex(scene=scene.name, condition=condition, renderer=renderer.name, size=cp.size, hfov_deg=cp.hfov_deg,
                                         fill=cp.fill, score_size=cp.score_size, objects=entries, flagged=flagged)
-            write_model(index, tmp / "index.json")
+            write_model(index, tmp / INDEX_FILE)
     finally:
         renderer.close()
     return index

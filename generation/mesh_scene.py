@@ -8,6 +8,7 @@ import numpy as np
 from generation.geometry import split_by_object
 from generation.mesh_io import read_mesh_gltf, read_mesh_ply
 from tiermap.formats.base import SchemaError
+from tiermap.formats.classes import read_class_map
 from tiermap.formats.scene import (
     OBB,
     SCENE_MESH,
@@ -18,7 +19,7 @@ from tiermap.formats.scene import (
     SceneMesh,
     SceneObject,
 )
-from tiermap.formats.sources import read_class_map, read_replica_info
+from tiermap.formats.sources import read_replica_info
 
 MESH_SUFFIXES = (".ply", ".glb", ".gltf")
 

@@ -9,17 +9,19 @@ from generation.geometry import box_corners, sample_surface, scene_geometry
 from tiermap import atomic
 from tiermap.formats.base import dump_json, write_model
 from tiermap.formats.benchbot import (
+    OBJECTS_FILE,
     BBEnvironment,
     BBFormat,
     BBGroundTruth,
     BBObject,
     BenchBotGT,
 )
-from tiermap.formats.openlex3d import write_gt_cloud
+from tiermap.formats.crops import VISIBILITY_FILE
+from tiermap.formats.openlex3d import GT_CLOUD_FILE, write_gt_cloud
 from tiermap.formats.scene import Scene, read_scene
 from tiermap.formats.sequence import open_sequence, read_instance
 
-GT_CLOUD = "gt_cloud.ply"
+GT_CLOUD = GT_CLOUD_FILE
 
 
 def visibility(sequence_dir: Path, min_pixels: int) -> dict[int, dict[str, int]]:
@@ -60,6 +62,6 @@ def build_scene_gt(scene_json: Path, reference_sequence: Path, out_dir: Path, de
     vis = visibility(reference_sequence, min_pixels)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors)
-    write_model(benchbot_gt(scene), out_dir / "objects.json")
-    atomic.write_text(out_dir / "visibility.json", dump_json({str(k): v for k, v in vis.items()}))
+    write_model(benchbot_gt(scene), out_dir / OBJECTS_FILE)
+    atomic.write_text(out_dir / VISIBILITY_FILE, dump_json({str(k): v for k, v in vis.items()}))
     return {"points": len(points), "objects": len(scene.objects), "visible": sum(v["frames"] > 0 for v in vis.values())}

@@ -4,7 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tiermap.app.stages import dvc, load_params
+from tiermap.formats.benchbot import BENCHBOT_RESULTS_FILE, OBJECTS_FILE
 from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.openlex3d import GT_CLOUD_FILE, query_mapping_file
+from tiermap.formats.predictions import TEXT_FEATURES_FILE
 from tiermap.formats.records import METHOD_FILE, read_method, read_validation_report
 
 
@@ -70,11 +73,11 @@ def score_baseline(ds: DatasetPaths, scenes: list[str], conditions: list[str], r
     for scene in scenes:
         gt = ds.gt / scene
         for cond in conditions:
-            caption_baseline(ds.sequence_dir(scene, cond), preds / cond / scene, gt_classes=gt / "objects.json",
-                             prompt_list=ds.prompt_list, queries=[gt / "gt_categories_query_to_object_mapping_all.json"],
+            caption_baseline(ds.sequence_dir(scene, cond), preds / cond / scene, gt_classes=gt / OBJECTS_FILE,
+                             prompt_list=ds.prompt_list, queries=[gt / query_mapping_file("all")],
                              encoder=minilm)
     ref = preds / reference
-    enc = FeatureFile(ref / scenes[0] / "text_features.npz")
+    enc = FeatureFile(ref / scenes[0] / TEXT_FEATURES_FILE)
     note = read_method(ref / scenes[0] / METHOD_FILE).note
     named = {"method": "caption-oracle", "note": note}
     seg_scenes, prompts, _ = segmentation_scenes(ref, None, None, None, ds.gt, scenes, ds.prompt_list)
@@ -83,9 +86,9 @@ def score_baseline(ds: DatasetPaths, scenes: list[str], conditions: list[str], r
     ret = evaluate_retrieval(retrieval_scenes(ref, None, None, None, None, ds.gt, scenes, "all"), enc) | named
     write_report(out / "retrieval", ret)
     for scene in scenes:
-        data = osma_inputs(ds.gt / scene / "gt_cloud.ply", None, None, preds, conditions, minilm, ("an image of {}",))
+        data = osma_inputs(ds.gt / scene / GT_CLOUD_FILE, None, None, preds, conditions, minilm, ("an image of {}",))
         write_report(out / "osma" / scene, evaluate_conditions(data, baseline=reference) | named)
-    omq = score_omq([ds.gt / s / "objects.json" for s in scenes], [ref / s / "benchbot_results.json" for s in scenes]) | named
+    omq = score_omq([ds.gt / s / OBJECTS_FILE for s in scenes], [ref / s / BENCHBOT_RESULTS_FILE for s in scenes]) | named
     write_report(out / "omq", omq)
     top1 = seg["frequency"]["top1"]
     return (f"{out}  (segmentation top-1 S {100 * top1['synonyms']:.1f} % · M {100 * top1['missing']:.1f} %, "

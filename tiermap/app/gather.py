@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from tiermap.formats.base import SchemaError
-from tiermap.formats.labels import LABEL_COLUMNS, read_labels
+from tiermap.formats.labels import LABEL_COLUMNS, LABELS_FILE, read_labels
 from tiermap.formats.layout import GT_READERS, DatasetPaths
 from tiermap.formats.openlex3d import (
     CATEGORIES,
+    GT_CATEGORIES_FILE,
+    GT_CLOUD_FILE,
     GTCategories,
     read_gt_categories,
     read_gt_cloud,
@@ -19,7 +21,7 @@ from tiermap.formats.openlex3d import (
 
 NO_LABELS = "no labels table"
 
-GT_CLOUD = "gt_cloud.ply"  # generation.scene_gt.GT_CLOUD (not imported: validation must not need generation/)
+GT_CLOUD = GT_CLOUD_FILE  # generation.scene_gt.GT_CLOUD (not imported: validation must not need generation/)
 
 
 
@@ -157,7 +159,7 @@ def _labels_frame(inp: Inputs, path: Path) -> Any:
 def dataset_inputs(ds: DatasetPaths) -> Inputs:
     """Read every file of the dataset into table rows; reader errors become rows of the files table."""
     inp = Inputs()
-    labels_path = ds.labels / "labels.parquet"
+    labels_path = ds.labels / LABELS_FILE
     labels = _labels_frame(inp, labels_path) if labels_path.is_file() else None
     if labels is not None:
         counts = labels.groupby(["scene", "object_id"])["annotator"].nunique()
@@ -173,7 +175,7 @@ def dataset_inputs(ds: DatasetPaths) -> Inputs:
     for scene in scenes:
         d = ds.gt / scene
         for name, reader in GT_READERS.items():
-            if name == "gt_categories.json":
+            if name == GT_CATEGORIES_FILE:
                 continue
             try:
                 reader(d / name)
@@ -188,10 +190,10 @@ def dataset_inputs(ds: DatasetPaths) -> Inputs:
         except SchemaError as err:
             inp.file(d / GT_CLOUD, err)
         try:
-            gt = read_gt_categories(d / "gt_categories.json")
-            inp.file(d / "gt_categories.json")
+            gt = read_gt_categories(d / GT_CATEGORIES_FILE)
+            inp.file(d / GT_CATEGORIES_FILE)
         except SchemaError as err:
-            inp.file(d / "gt_categories.json", err)
+            inp.file(d / GT_CATEGORIES_FILE, err)
             unreadable.add(scene)
             continue
         inp.add_gt(scene, gt, cloud_ids)

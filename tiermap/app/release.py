@@ -12,9 +12,13 @@ from tiermap import atomic
 from tiermap.app.gather import gt_checksums
 from tiermap.app.stages import dvc, dvc_remotes
 from tiermap.formats.base import SchemaError
-from tiermap.formats.labels import read_labels
+from tiermap.formats.labels import LABELS_FILE, read_labels
 from tiermap.formats.layout import GT_READERS, DatasetPaths
-from tiermap.formats.openlex3d import GT_CATEGORIES, read_gt_categories
+from tiermap.formats.openlex3d import (
+    GT_CATEGORIES,
+    GT_CATEGORIES_FILE,
+    read_gt_categories,
+)
 from tiermap.formats.records import (
     AnnotatorChange,
     LabelChange,
@@ -63,12 +67,12 @@ def manifest(ds: DatasetPaths, version: str, today: str) -> ReleaseManifest:
     """What a release contains: labels per scene/object/category, conditions, GT checksums."""
     scenes: dict[str, Any] = {}
     for scene in ds.gt_scenes():
-        gt = read_gt_categories(ds.gt / scene / "gt_categories.json")
+        gt = read_gt_categories(ds.gt / scene / GT_CATEGORIES_FILE)
         scenes[scene] = {str(s.object_id): {c: list(getattr(s.labels.image_attributes, c)) for c in GT_CATEGORIES}
                          for s in gt.dataset.samples}
     conditions = sorted({p.parent.name for p in (ds.dir / "sequences").glob("*/*/meta.json")})
     return ReleaseManifest(dataset=ds.name, version=version, date=today, scenes=scenes, conditions=conditions,
-                           annotators=annotator_labels(ds.labels / "labels.parquet"), checksums=gt_checksums(ds.gt))
+                           annotators=annotator_labels(ds.labels / LABELS_FILE), checksums=gt_checksums(ds.gt))
 
 
 def annotator_labels(path: Path) -> dict[str, dict[str, list[str]]]:

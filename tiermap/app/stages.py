@@ -10,16 +10,20 @@ import yaml
 
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
-from tiermap.formats.crops import CloseupIndex, CropIndex
-from tiermap.formats.labels import read_labels, write_labels
+from tiermap.formats.benchbot import OBJECTS_FILE
+from tiermap.formats.crops import VISIBILITY_FILE, CloseupIndex, CropIndex
+from tiermap.formats.labels import LABELS_FILE, read_labels, write_labels
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.openlex3d import (
+    GT_CATEGORIES_FILE,
+    PROMPT_LIST_FILE,
+    query_mapping_file,
     read_gt_categories,
     read_gt_cloud,
     write_prompt_list,
 )
-from tiermap.formats.scene import SCENE_MESH, read_scene, write_scene_mesh
-from tiermap.formats.sequence import SequenceMeta, read_traj
+from tiermap.formats.scene import SCENE_FILE, SCENE_MESH, read_scene, write_scene_mesh
+from tiermap.formats.sequence import TRAJ_FILE, SequenceMeta, read_traj
 
 
 def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
@@ -54,15 +58,15 @@ def make_scene(ds: DatasetPaths, scene: str, params: dict[str, Any], source: str
     with atomic_dir(ds.scene_dir(scene)) as tmp:
         if mesh is not None:
             write_scene_mesh(tmp / SCENE_MESH, mesh)
-        write_model(sc, tmp / "scene.json")
-    return ds.scene_dir(scene) / "scene.json"
+        write_model(sc, tmp / SCENE_FILE)
+    return ds.scene_dir(scene) / SCENE_FILE
 
 
 def make_sequence(ds: DatasetPaths, scene: str, condition: str, params: dict[str, Any], renderer: str | None = None) -> SequenceMeta:
     """Render sequences/<scene>/<condition>/."""
     from generation.sequence import render_sequence
 
-    return render_sequence(ds.scene_dir(scene) / "scene.json", condition, params, ds.sequence_dir(scene, condition), renderer_name=renderer)
+    return render_sequence(ds.scene_dir(scene) / SCENE_FILE, condition, params, ds.sequence_dir(scene, condition), renderer_name=renderer)
 
 
 def make_scene_gt(ds: DatasetPaths, scene: str, params: dict[str, Any], out: Path | None = None) -> dict[str, int]:
@@ -72,7 +76,7 @@ def make_scene_gt(ds: DatasetPaths, scene: str, params: dict[str, Any], out: Pat
     g = params["gt"]
     ref = ds.sequence_dir(scene, params["reference_condition"])
     with atomic_dir(out or ds.gt / scene) as tmp:
-        return build_scene_gt(ds.scene_dir(scene) / "scene.json", ref, tmp, float(g["density"]), int(g["min_pixels"]))
+        return build_scene_gt(ds.scene_dir(scene) / SCENE_FILE, ref, tmp, float(g["density"]), int(g["min_pixels"]))
 
 
 def make_preview(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> list[Path]:
@@ -81,8 +85,8 @@ def make_preview(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> list[P
 
     out = ds.dir / "previews" / scene
     seqs = {c: ds.sequence_dir(scene, c) for c in params["conditions"]}
-    sc = read_scene(ds.scene_dir(scene) / "scene.json")
-    traj = read_traj(ds.sequence_dir(scene, params["reference_condition"]) / "traj.txt")
+    sc = read_scene(ds.scene_dir(scene) / SCENE_FILE)
+    traj = read_traj(ds.sequence_dir(scene, params["reference_condition"]) / TRAJ_FILE)
     with atomic_dir(out) as tmp:
         contact_sheet(seqs, tmp / "contact_sheet.png")
         topdown_map(sc, traj, tmp / "topdown.png")
@@ -93,8 +97,8 @@ def labels_from_lexicon(ds: DatasetPaths, scenes: list[str]) -> Path:
     """Write labels/labels.parquet from the scenes' lexicons (one 'lexicon' annotator)."""
     from annotation.lexicon_labels import lexicon_labels
 
-    df = lexicon_labels([ds.scene_dir(s) / "scene.json" for s in scenes], [build_dir(ds, s) / "visibility.json" for s in scenes])
-    return write_labels(ds.labels / "labels.parquet", df)
+    df = lexicon_labels([ds.scene_dir(s) / SCENE_FILE for s in scenes], [build_dir(ds, s) / VISIBILITY_FILE for s in scenes])
+    return write_labels(ds.labels / LABELS_FILE, df)
 
 
 def closeups_dir(ds: DatasetPaths, scene: str) -> Path:
@@ -107,7 +111,7 @@ def make_closeups(ds: DatasetPaths, scene: str, params: dict[str, Any], renderer
     from generation.closeup import CloseupParams, write_closeups
 
     cp = CloseupParams.from_dict((params.get("annotation") or {}).get("closeups"))
-    return write_closeups(ds.scene_dir(scene) / "scene.json", params["reference_condition"], params["lighting"], closeups_dir(ds, scene), cp,
+    return write_closeups(ds.scene_dir(scene) / SCENE_FILE, params["reference_condition"], params["lighting"], closeups_dir(ds, scene), cp,
                           renderer or params["render"].get("renderer", "pyrender"))
 
 
@@ -116,8 +120,8 @@ def make_crops(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> CropInde
     from annotation.crops import write_crops
 
     c = params["annotation"]["crops"]
-    return write_crops(ds.scene_dir(scene) / "scene.json", ds.sequence_dir(scene, params["reference_condition"]),
-                       build_dir(ds, scene) / "visibility.json", ds.dir / "crops" / scene,
+    return write_crops(ds.scene_dir(scene) / SCENE_FILE, ds.sequence_dir(scene, params["reference_condition"]),
+                       build_dir(ds, scene) / VISIBILITY_FILE, ds.dir / "crops" / scene,
                        k=int(c["k"]), min_pixels=int(c["min_pixels"]), pad=float(c["pad"]), size=int(c["size"]),
                        closeup_dir=closeups_dir(ds, scene))
 
@@ -131,24 +135,24 @@ def make_aggregate(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     """Merge annotators' labels per object (normalise, spell-correct, union, least specific category, ambiguous flag)."""
     from annotation.aggregate import aggregate_dataset_with_report
 
-    labels = read_labels(ds.labels / "labels.parquet")
+    labels = read_labels(ds.labels / LABELS_FILE)
     unknown = sorted(set(labels["scene"]) - set(scenes))
     if unknown:
-        raise SchemaError(ds.labels / "labels.parquet", "scene", f"scenes of this dataset {scenes}", unknown[0])
+        raise SchemaError(ds.labels / LABELS_FILE, "scene", f"scenes of this dataset {scenes}", unknown[0])
     names: dict[str, dict[int, str]] = {}
     for scene in scenes:
-        sc = read_scene(ds.scene_dir(scene) / "scene.json")
+        sc = read_scene(ds.scene_dir(scene) / SCENE_FILE)
         names[scene] = {o.id: o.class_name for o in sc.objects}
         bad = sorted(set(labels.loc[labels["scene"] == scene, "object_id"]) - set(names[scene]))
         if bad:
-            raise SchemaError(ds.labels / "labels.parquet", "object_id", f"ids of objects in scene {scene!r}", bad[0])
+            raise SchemaError(ds.labels / LABELS_FILE, "object_id", f"ids of objects in scene {scene!r}", bad[0])
     # Known words for spelling correction: the objects' class names (the labels themselves weigh in by use).
     vocabulary = {n.replace("_", " ") for objs in names.values() for n in objs.values()}
     gts, corrections = aggregate_dataset_with_report(labels, names, vocabulary)
     with atomic_dir(aggregated_dir(ds)) as tmp:
         for scene, gt in gts.items():
             (tmp / scene).mkdir()
-            write_model(gt, tmp / scene / "gt_categories.json")
+            write_model(gt, tmp / scene / GT_CATEGORIES_FILE)
         corrections.to_csv(tmp / "spelling_corrections.csv", index=False)
     return {"scenes": len(gts), "objects": sum(len(g.dataset.samples) for g in gts.values()), "spelling corrections": len(corrections)}
 
@@ -165,21 +169,21 @@ def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
         for scene in scenes:
             # In the DVC pipeline scene GT comes from build/<scene>; run by hand it may have been written to gt/<scene>.
             src = build_dir(ds, scene) if build_dir(ds, scene).is_dir() else ds.gt / scene
-            gt = read_gt_categories(aggregated_dir(ds) / scene / "gt_categories.json")
+            gt = read_gt_categories(aggregated_dir(ds) / scene / GT_CATEGORIES_FILE)
             points, ids = read_gt_cloud(src / GT_CLOUD)
             gt = add_clutter(gt, clutter_pairs(boxes_from_cloud(points, ids)))
             out = tmp / scene
             out.mkdir()
-            write_model(gt, out / "gt_categories.json")
+            write_model(gt, out / GT_CATEGORIES_FILE)
             for level, mapping in query_mappings(gt).items():
-                write_model(mapping, out / f"gt_categories_query_to_object_mapping_{level}.json")
-            for name in (GT_CLOUD, "objects.json", "visibility.json"):
+                write_model(mapping, out / query_mapping_file(level))
+            for name in (GT_CLOUD, OBJECTS_FILE, VISIBILITY_FILE):
                 shutil.copy2(src / name, out / name)
             gts.append(gt)
             counts["scenes"] += 1
             counts["objects"] += len(gt.dataset.samples)
             counts["clutter pairs"] += sum(len(s.labels.image_attributes.clutter) for s in gt.dataset.samples) // 2
-        write_prompt_list(tmp / "prompt_list.txt", prompt_labels(gts))
+        write_prompt_list(tmp / PROMPT_LIST_FILE, prompt_labels(gts))
     return counts
 
 

@@ -16,6 +16,10 @@ from pydantic import (
 from tiermap.formats.base import Model, Vec3, read_model
 from tiermap.formats.scene import OBB
 
+BENCHBOT_RESULTS_FILE = "benchbot_results.json"
+
+OBJECTS_FILE = "objects.json"
+
 
 class BBEnvironment(BaseModel):
     """Environment block; OMQ matches GT to results by name and variant."""

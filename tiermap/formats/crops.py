@@ -19,6 +19,16 @@ from tiermap.formats.base import (
 )
 from tiermap.formats.sequence import CameraParams
 
+INDEX_FILE = "index.json"
+
+CONTEXT_FILE = "context.png"
+
+CROP_FILE = "crop.png"
+
+VIEWS_FILE = "views.json"
+
+VISIBILITY_FILE = "visibility.json"
+
 
 class ObjectVisibility(Model):
     """visibility.json entry: pixels of the object over the reference sequence and frames with at least gt.min_pixels."""

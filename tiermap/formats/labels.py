@@ -10,6 +10,8 @@ from tiermap import atomic
 from tiermap.formats.base import SchemaError
 from tiermap.formats.openlex3d import CATEGORIES
 
+LABELS_FILE = "labels.parquet"
+
 LABEL_COLUMNS = {"scene": "str", "object_id": "int", "annotator": "str", "category": "str", "label": "str", "raw_label": "str"}
 PROVENANCE_COLUMNS = {"annotation_id": "int", "created_at": "str", "updated_at": "str"}
 """Which Label Studio annotation a label comes from and its timestamps (0 and "" for labels from no annotation)."""

@@ -24,6 +24,12 @@ from tiermap.formats.base import (
     write_model,
 )
 
+TAMPER_FILE = "tamper.csv"
+
+LEDGER_FILE = "ledger.json"
+
+TASKS_FILE = "tasks.json"
+
 LS_TEXT_FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "visually_similar": "vis_sim", "vis_sim": "vis_sim"}
 """Label Studio TextArea `from_name` → label category of the tidy table."""
 

@@ -3,8 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiermap.formats.benchbot import read_benchbot_gt
-from tiermap.formats.openlex3d import read_gt_categories, read_query_mapping
+from tiermap.formats.benchbot import OBJECTS_FILE, read_benchbot_gt
+from tiermap.formats.openlex3d import (
+    GT_CATEGORIES_FILE,
+    PROMPT_LIST_FILE,
+    QUERY_LEVELS,
+    query_mapping_file,
+    read_gt_categories,
+    read_query_mapping,
+)
 from tiermap.formats.records import RELEASE_FILE, RELEASE_NOTES, VALIDATION_FILE
 
 
@@ -37,7 +44,7 @@ class DatasetPaths:
     @property
     def prompt_list(self) -> Path:
         """datasets/<d>/gt/prompt_list.txt (per dataset, as the official layout)."""
-        return self.gt / "prompt_list.txt"
+        return self.gt / PROMPT_LIST_FILE
 
     @property
     def validation_report(self) -> Path:
@@ -62,10 +69,8 @@ class DatasetPaths:
 
 
 GT_READERS = {
-    "gt_categories.json": read_gt_categories,
-    "gt_categories_query_to_object_mapping_l0.json": read_query_mapping,
-    "gt_categories_query_to_object_mapping_l1.json": read_query_mapping,
-    "gt_categories_query_to_object_mapping_all.json": read_query_mapping,
-    "objects.json": read_benchbot_gt,
+    GT_CATEGORIES_FILE: read_gt_categories,
+    **{query_mapping_file(level): read_query_mapping for level in QUERY_LEVELS},
+    OBJECTS_FILE: read_benchbot_gt,
 }
 """The files of gt/<scene>/ and the reader of each."""

@@ -10,6 +10,18 @@ from pydantic import field_validator, model_validator
 from tiermap import atomic
 from tiermap.formats.base import Model, SchemaError, read_model
 
+GT_CLOUD_FILE = "gt_cloud.ply"
+
+PROMPT_LIST_FILE = "prompt_list.txt"
+
+GT_CATEGORIES_FILE = "gt_categories.json"
+QUERY_LEVELS = ("l0", "l1", "all")
+
+
+def query_mapping_file(level: str) -> str:
+    """gt_categories_query_to_object_mapping_<level>.json (level l0, l1 or all)."""
+    return f"gt_categories_query_to_object_mapping_{level}.json"
+
 CATEGORIES = ("synonyms", "depictions", "vis_sim")
 """Annotator-given label categories, in OpenLex3D's key names (clutter is computed, not labelled)."""
 GT_CATEGORIES = (*CATEGORIES, "clutter")

@@ -8,6 +8,10 @@ import numpy as np
 from tiermap import atomic
 from tiermap.formats.base import SchemaError
 
+TEXT_FEATURES_FILE = "text_features.npz"
+
+EMBEDDINGS_FILE = "embeddings.npy"
+
 POINT_CLOUD_SUFFIXES = (".pcd", ".ply")
 
 
@@ -65,15 +69,15 @@ def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predi
     folder = Path(folder)
     cloud = find_prediction_cloud(folder)
     points = read_point_positions(cloud)
-    for name in ("embeddings.npy", "index.npy"):
+    for name in (EMBEDDINGS_FILE, "index.npy"):
         if not (folder / name).is_file():
             raise SchemaError(folder / name, "<file>", "an existing file (official OpenLex3D predictions layout)")
     try:
-        emb = np.load(folder / "embeddings.npy", allow_pickle=False)
+        emb = np.load(folder / EMBEDDINGS_FILE, allow_pickle=False)
         index = np.load(folder / "index.npy", allow_pickle=False)
     except ValueError as err:
         raise SchemaError(folder, "embeddings.npy/index.npy", f"plain numpy arrays ({err})") from None
-    check_features(folder / "embeddings.npy", "embeddings", emb)
+    check_features(folder / EMBEDDINGS_FILE, "embeddings", emb)
     ipath = folder / "index.npy"
     if index.ndim != 1 or index.shape[0] != len(points):
         raise SchemaError(ipath, "index", f"shape ({len(points)},), one row per point of {cloud.name}", index.shape)
@@ -106,7 +110,7 @@ def write_predictions(folder: Path | str, points: np.ndarray, embeddings: np.nda
         buf = io.BytesIO()
         PlyData([PlyElement.describe(arr, "vertex")]).write(buf)
         (tmp / "point_cloud.ply").write_bytes(buf.getvalue())
-        np.save(tmp / "embeddings.npy", np.asarray(embeddings, dtype=np.float32))
+        np.save(tmp / EMBEDDINGS_FILE, np.asarray(embeddings, dtype=np.float32))
         np.save(tmp / "index.npy", np.asarray(index, dtype=np.int64))
     return folder
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import ConfigDict, ValidationError, field_validator
 
 from tiermap import atomic
-from tiermap.formats.base import Model, SchemaError, _pydantic_error, dump_json, read_json, read_model, write_model
+from tiermap.formats.base import (
+    Model,
+    SchemaError,
+    _pydantic_error,
+    dump_json,
+    read_json,
+    read_model,
+    write_model,
+)
 
 VALIDATION_FILE = "validation.json"
 RELEASE_FILE = "release.json"
@@ -119,9 +127,11 @@ def write_release_manifest(m: ReleaseManifest, path: Path | str) -> Path:
 
 # ---------------------------------------------------------------- a baseline's method.json and captions
 class MethodInfo(Model):
-    """method.json beside a method's predictions: what produced them (reports print the note)."""
+    """method.json beside a method's predictions: what produced them (reports print the note; other fields are ignored)."""
 
-    method: str
+    model_config = ConfigDict(extra="ignore")
+
+    method: str = ""
     captions: str = ""
     encoder: str = ""
     note: str = ""
@@ -158,18 +168,18 @@ def write_captions(path: Path | str, captions: dict[int, str]) -> Path:
 
 
 # ---------------------------------------------------------------- the Gemini suggestions cache (annotation.suggest)
-class ObjectWords(Model):
-    """A Gemini answer for one crop: labels per OpenLex3D category."""
+class SuggestedWords(Model):
+    """A cached Gemini answer for one crop: labels per OpenLex3D category."""
 
-    synonyms: list[str] = Field(default_factory=list)
-    depictions: list[str] = Field(default_factory=list)
-    visually_similar: list[str] = Field(default_factory=list)
+    synonyms: list[str]
+    depictions: list[str]
+    visually_similar: list[str]
 
 
 class SuggestionCache(Model):
     """labels/suggestions/<model>.json: answers by crop hash; per seat, the crop hash imported on each task id."""
 
-    answers: dict[str, ObjectWords] = {}
+    answers: dict[str, SuggestedWords] = {}
     imported: dict[str, dict[str, str]] = {}
 
     @field_validator("imported")

@@ -11,6 +11,8 @@ from pydantic import Field, field_validator, model_validator
 from tiermap import atomic
 from tiermap.formats.base import Model, SchemaError, Vec3, read_model
 
+SCENE_FILE = "scene.json"
+
 SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh")
 
 

@@ -15,7 +15,6 @@ from pydantic import Field
 from tiermap import atomic
 from tiermap.formats.base import Finite, Model, PosInt, SchemaError, Vec3, read_model
 
-
 CAMERA_FILE = "camera_params.json"
 META_FILE = "meta.json"
 TRAJ_FILE = "traj.txt"
