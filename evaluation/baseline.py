@@ -198,4 +198,4 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
     if texts:
         uniq = list(dict.fromkeys(texts))
         write_text_features(out / TEXT_FEATURES_FILE, uniq, enc(uniq))
-    return {**info, "objects": len(objects), "points": int(len(points))}
+    return {**info.model_dump(), "objects": len(objects), "points": int(len(points))}
