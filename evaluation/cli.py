@@ -139,12 +139,6 @@ def _gt_cloud_args(gt_cloud: list[Path] | None) -> tuple[Path | None, Path | Non
     return gt_cloud[0], (gt_cloud[1] if len(gt_cloud) == 2 else None)
 
 
-def _scene_folders(gt_dir: Path, scenes: list[str] | None) -> list[Path]:
-    from evaluation.layout import gt_scene_folders
-
-    return _run(gt_scene_folders, gt_dir, scenes)
-
-
 @eval_app.command("segmentation", cls=MultiValueCommand)
 def eval_segmentation(
     predictions: Annotated[Path, typer.Option("--predictions", help="Predictions folder (official layout); with --gt-dir one sub-folder per scene.")],

@@ -387,23 +387,6 @@ def _plot_relative_change(result: dict, path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_frequency_bars(results: dict[str, dict], path: Path, top: str = "top1") -> Path:
-    """Stacked Top-N category bars of several methods side by side, clustered by scope (overall, then scenes)."""
-    for name, result in results.items():
-        if _check(result, f"<{name}>") != "segmentation":
-            raise SchemaError(f"<{name}>", "kind", "'segmentation'", result["kind"])
-    scenes = list(dict.fromkeys(str(s) for r in results.values() for s in (r.get("per_scene") or {})))
-    groups = ["overall", *scenes]
-    data = []
-    for g in groups:
-        row = []
-        for r in results.values():
-            d = r if g == "overall" else (r.get("per_scene") or {}).get(g) or {}
-            row.append((d.get("frequency") or {}).get(top))
-        data.append(row)
-    return _save(_stacked_groups(groups, list(results), data, f"Top-N frequency ({top})"), Path(path))
-
-
 def _subsample(n: int, limit: int = TOPDOWN_MAX_POINTS) -> np.ndarray:
     """Sorted indices of at most `limit` of n points, the same for the same n."""
     if n <= limit:

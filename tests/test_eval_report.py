@@ -206,18 +206,6 @@ def test_extra_plots(tmp_path: Path) -> None:
     assert "frequency.png" not in out
 
 
-def test_plot_frequency_bars(tmp_path: Path) -> None:
-    a = {"kind": "segmentation", "method": "a", "frequency": {"top1": cats(1, 0, 0, 0, 0, 0)},
-         "per_scene": {"r0": {"frequency": {"top1": cats(1, 0, 0, 0, 0, 0)}}}}
-    b = {"kind": "segmentation", "method": "b", "frequency": {"top1": cats(0, 0, 0, 0, 0, 1)}}
-    path = report.plot_frequency_bars({"method-a": a, "method-b": b}, tmp_path / "bars.png")
-    with Image.open(path) as im:
-        assert im.format == "PNG"
-    assert has_colour(path, GREEN) and has_colour(path, RED)
-    with pytest.raises(SchemaError, match="<c>: field 'kind': expected 'segmentation', got 'omq'"):
-        report.plot_frequency_bars({"c": {"kind": "omq", "scores": {}}}, tmp_path / "x.png")
-
-
 def test_topdown_subsamples_deterministically_and_fast(tmp_path: Path) -> None:
     idx = report._subsample(300_000)
     assert len(idx) == 200_000 and len(np.unique(idx)) == 200_000 and idx.max() < 300_000
