@@ -276,7 +276,6 @@ def _markdown(result: dict) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-
 # ---------------------------------------------------------------- writing
 def write_tables(out_dir: Path, result: dict) -> dict[str, Path]:
     """Write results.json, results.csv and results.md into out_dir (nothing when the result is malformed)."""
