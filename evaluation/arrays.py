@@ -58,3 +58,12 @@ def lookup(values: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarra
     srt = table[order]
     pos = np.clip(np.searchsorted(srt, values), 0, len(srt) - 1)
     return order[pos], srt[pos] == values
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + c) for each (s, c)."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
+    return offsets + np.arange(total)

@@ -98,7 +98,7 @@ def eval_main(ctx: typer.Context,
               compare: Annotated[list[Path] | None, typer.Option("--compare", help="Print a side-by-side table of results.json files.")] = None) -> None:
     """Score predictions against released GT."""
     if compare:
-        from evaluation.report import compare as compare_tables
+        from evaluation.compare import compare as compare_tables
 
         console.print(_run(compare_tables, compare), highlight=False, markup=False)
         raise typer.Exit(0)
@@ -110,7 +110,7 @@ def eval_main(ctx: typer.Context,
 @eval_app.command("compare", cls=MultiValueCommand)
 def eval_compare(files: Annotated[list[Path], typer.Argument(help="results.json files of several methods (same kind).")]) -> None:
     """Print a side-by-side markdown table of several results.json files."""
-    from evaluation.report import compare as compare_tables
+    from evaluation.compare import compare as compare_tables
 
     console.print(_run(compare_tables, files), highlight=False, markup=False)
 
@@ -137,12 +137,6 @@ def _gt_cloud_args(gt_cloud: list[Path] | None) -> tuple[Path | None, Path | Non
     if len(gt_cloud) > 2:
         _fail(SchemaError("--gt-cloud", "values", "one PLY/PCD file with object_id, or points.npy ids.npy", len(gt_cloud)))
     return gt_cloud[0], (gt_cloud[1] if len(gt_cloud) == 2 else None)
-
-
-def _scene_folders(gt_dir: Path, scenes: list[str] | None) -> list[Path]:
-    from evaluation.layout import gt_scene_folders
-
-    return _run(gt_scene_folders, gt_dir, scenes)
 
 
 @eval_app.command("segmentation", cls=MultiValueCommand)
@@ -177,7 +171,7 @@ def eval_segmentation(
     _named(result, predictions, method)
     extra = {}
     for name, (pts, cats) in result.pop("_point_categories", {}).items():
-        from evaluation.report import plot_topdown_categories
+        from evaluation.plots import plot_topdown_categories
 
         extra[f"topdown_{name}.png"] = (lambda p, pts=pts, cats=cats, name=name:
                                         plot_topdown_categories(pts, cats, p, title=f"{result['method']} · {name}"))

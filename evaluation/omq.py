@@ -16,7 +16,6 @@ from tiermap.formats.benchbot import (
     read_benchbot_results,
 )
 
-SCORE_KEYS = ("OMQ", "avg_pairwise", "avg_label", "avg_spatial", "avg_fp_quality")
 SCD_FORMAT = "object_map_with_states"
 ARRAYS = "<omq_map arrays>"
 STATE_IDS = {"added": 0, "removed": 1}

@@ -1,17 +1,20 @@
 """OSMa-Bench semantic-segmentation scoring: vocabulary, CLIP classification, k-NN transfer, mAcc / f-mIoU / mIoU.
 
 Reproduces `be2rlab/OSMa-Bench` semseg (`scripts/eval_semseg.py`, `scripts/src/eval.py::evaluate_scen`,
-`scripts/compute_metrics.py`, `scripts/resuls_visualizer.py`) with numpy/scipy instead of torch/pytorch3d.
+`scripts/compute_metrics.py`, `scripts/resuls_visualizer.py`) with numpy/scipy instead of torch/pytorch3d, and the
+same `sklearn.metrics.confusion_matrix` call.
 All metrics are fractions, as in the official `metrics.csv`.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 from scipy.spatial import cKDTree
+from sklearn.metrics import confusion_matrix
 
 from evaluation import arrays
 from tiermap.formats.base import SchemaError
@@ -132,12 +135,16 @@ def confusion(gt_labels: np.ndarray, pred_labels: np.ndarray, ids: list[int]) ->
     labels = np.array([*map(int, ids), UNCLASSIFIED], dtype=np.int64)
     if len(np.unique(labels)) != len(labels):
         raise SchemaError("<vocabulary>", "ids", "unique class ids other than -1", list(ids))
-    r, r_ok = arrays.lookup(gt, labels)
-    c, c_ok = arrays.lookup(pred, labels)
-    # GT outside ids ∪ {-1} is dropped (torch.isin); sklearn also drops predictions outside the labels.
-    keep = r_ok & c_ok
-    n = len(labels)
-    return np.bincount(r[keep] * n + c[keep], minlength=n * n).reshape(n, n)
+    # evaluate_scen drops GT outside ids ∪ {-1} (torch.isin) first; sklearn then drops predictions outside the labels.
+    keep = np.isin(gt, labels)
+    if not keep.any():
+        # sklearn raises on empty input; with no GT point left every count is 0.
+        return np.zeros((len(labels), len(labels)), np.int64)
+    with warnings.catch_warnings():
+        # A scene without classes gives the 1x1 matrix of label -1 on purpose.
+        warnings.filterwarnings("ignore", "A single label was found", UserWarning)
+        conf = confusion_matrix(gt[keep], pred[keep], labels=labels)
+    return conf.astype(np.int64, copy=False)
 
 
 def _nan_to_none(x: float) -> float | None:

@@ -1,25 +1,20 @@
 """OpenLex3D open-set object retrieval: query AP (mAP, AP50, AP25) and average inverse rank.
 
 Reproduces `openlex3d/openlex3d` `scripts/evaluate_queries.py` (GT instances, prediction creation, matching),
-`core/align_masks.py` (FAISS mask alignment), `core/cosine_similarity.py` (query confidences) and
-`core/metric.py` (`compute_ap`, `compute_ap_averages`, `compute_query_inverse_rank`) with numpy/scipy:
-one kd-tree instead of one FAISS index per predicted mask, sparse products instead of `np.intersect1d` loops.
+`core/cosine_similarity.py` (query confidences) and `core/metric.py` (`compute_ap`, `compute_ap_averages`,
+`compute_query_inverse_rank`) with numpy/scipy: sparse products instead of `np.intersect1d` loops. Mask alignment
+(`core/align_masks.py`) is in `evaluation.alignment`.
 
 Official behaviour kept by default: all queries of all scenes pooled into one class for AP; a second match of a GT
 is an FP that stays unvisited (it can still be another GT's TP); min-max confidence over all embedding rows; top-k
-entries without an aligned mask dropped (fewer than k predictions); in global alignment unassigned (-1) points can
-be the nearest point and so withhold a GT point (`unassigned_compete=False` ignores them); query object ids absent
-from the GT cloud skipped, and counted in `skipped_gt_objects` (`skip_missing_objects=False` raises instead).
+entries without an aligned mask dropped (fewer than k predictions); query object ids absent from the GT cloud
+skipped, and counted in `skipped_gt_objects` (`skip_missing_objects=False` raises instead).
 
 Ties: the official top-k and rank use `np.argsort` (quicksort, not stable); the same call is made here on the
-same values, so exactly equal confidences order as they do there. Which of two exactly equidistant predicted points
-is "nearest" in global alignment is arbitrary in both (FAISS vs kd-tree). AP does not depend on tie order.
-Squared distances are exact (float64 on float32-cast coordinates); FAISS computes them in float32, which can flip
-points within ~1e-6 m^2 of the threshold.
+same values, so exactly equal confidences order as they do there. AP does not depend on tie order.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,20 +22,18 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
-from scipy.spatial import cKDTree
 from tqdm import tqdm
 
 from evaluation import arrays
+from evaluation.alignment import ALIGNMENTS, align_global, align_per_mask
 from tiermap.formats.base import SchemaError
 
 # Official `opt["overlap_thresholds"]` (evaluate_queries.py); the same float expression, so 0.6 is 0.6000000000000001.
 OVERLAP_THRESHOLDS = np.append(np.arange(0.5, 0.95, 0.05), 0.25)
 METRICS = ("ap", "rank")
 CRITERIA = ("top_k", "clip_threshold")
-ALIGNMENTS = ("per_mask", "global")
 _EMPTY = np.zeros(0, np.int64)
 _SIM_CHUNK = 1 << 22  # similarity-matrix entries computed at once
-_GRID_CELLS = 1 << 25  # per_mask alignment uses a dense cell lookup table up to this many cells
 
 
 @dataclass
@@ -96,132 +89,6 @@ def _option(ok: bool, field: str, expected: str, got: Any) -> None:
     """SchemaError for a bad keyword option."""
     if not ok:
         raise SchemaError("<evaluate_retrieval>", field, expected, got)
-
-
-# ---------------------------------------------------------------- mask alignment
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + c) for each (s, c)."""
-    total = int(counts.sum())
-    if total == 0:
-        return _EMPTY
-    offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return offsets + np.arange(total)
-
-
-def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs of non-negative ints, sorted by a, then b."""
-    if len(a) == 0:
-        return a, b
-    span = int(b.max()) + 1
-    if int(a.max()) < (1 << 62) // span:
-        u = np.sort(a * span + b)
-        u = u[np.r_[True, u[1:] != u[:-1]]]
-        return u // span, u % span
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    first = np.ones(len(a), bool)
-    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    return a[first], b[first]
-
-
-def _coherent_order(points: np.ndarray, block: float) -> np.ndarray:
-    """Order grouping points by cubes of side `block`: kd-tree queries in this order stay cache-warm."""
-    cells = np.floor((points - points.min(0)) / block).astype(np.int64)
-    dims = cells.max(0) + 1
-    if float(dims[0]) * float(dims[1]) * float(dims[2]) >= 2.0**62:
-        return np.arange(len(points))
-    return np.argsort((cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2], kind="stable")
-
-
-def _close(gt: np.ndarray, g: np.ndarray, pts: np.ndarray, nn: np.ndarray, thr: float) -> np.ndarray:
-    """Which (gt[g], pts[nn]) pairs have squared distance strictly below thr (nn == len(pts): none found)."""
-    found = nn < len(pts)
-    d2 = np.full(len(g), np.inf)
-    d2[found] = np.square(gt[g[found]] - pts[nn[found]]).sum(1)
-    return d2 < thr
-
-
-def _align_global(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: float,
-                  unassigned_compete: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(GT point, instance) pairs: each GT point joins the instance of its single nearest predicted point."""
-    if not unassigned_compete:
-        pred, index = pred[index >= 0], index[index >= 0]
-    if len(pred) == 0 or len(gt) == 0:
-        return _EMPTY, _EMPTY
-    # get_pred_mask_indices_gt_aligned_global searches ALL predicted points, so an unassigned (-1) nearest
-    # point withholds the GT point from every instance.
-    g = _coherent_order(gt, 16 * math.sqrt(thr))
-    tree = cKDTree(pred, balanced_tree=False)
-    _, nn = tree.query(gt[g], k=1, distance_upper_bound=math.sqrt(thr) * (1 + 1e-6), workers=-1)
-    keep = _close(gt, g, pred, nn, thr)
-    g, inst = g[keep], index[nn[keep]]
-    return g[inst >= 0], inst[inst >= 0]
-
-
-def _align_per_mask(gt: np.ndarray, pred: np.ndarray, index: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
-    """(GT point, instance) pairs: a GT point joins every instance with a point at squared distance < thr."""
-    pts, inst = pred[index >= 0], index[index >= 0]
-    if len(pts) == 0 or len(gt) == 0:
-        return _EMPTY, _EMPTY
-    r = math.sqrt(thr)
-    lo, hi = pts.min(0), pts.max(0)
-    gidx = np.flatnonzero(np.all((gt > lo - 1.001 * r) & (gt < hi + 1.001 * r), axis=1))
-    if len(gidx) == 0:
-        return _EMPTY, _EMPTY
-    # Candidate instances of a GT point: those with a point in its 3x3x3 block of cells of side >= r.
-    c = max(1.01 * r, float((hi - lo).max() + 4 * r) / 2.0**20)  # 2**20 cells per axis keeps int64 keys
-    origin = lo - 2 * c
-    cp = np.floor((pts - origin) / c).astype(np.int64)
-    cg = np.floor((gt[gidx] - origin) / c).astype(np.int64)
-    dims = np.maximum(cp.max(0), cg.max(0)) + 2
-
-    def key(cells: np.ndarray) -> np.ndarray:
-        return (cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2]
-
-    pc_key, pc_inst = _unique_pairs(key(cp), inst)  # distinct (cell, instance), by cell
-    first = np.flatnonzero(np.r_[True, pc_key[1:] != pc_key[:-1]])
-    cells, c_start = pc_key[first], first
-    c_count = np.diff(np.r_[first, len(pc_key)])
-    c_state = np.where(c_count == 1, pc_inst[first], -2).astype(np.int32)  # the only instance, or -2: several
-    if int(dims.prod()) <= _GRID_CELLS:
-        grid = np.full(int(dims.prod()), -1, np.int32)
-        grid[cells] = np.arange(len(cells), dtype=np.int32)
-
-        def lookup(keys: np.ndarray) -> np.ndarray:
-            return grid[keys]
-    else:
-        def lookup(keys: np.ndarray) -> np.ndarray:
-            pos = np.minimum(np.searchsorted(cells, keys), len(cells) - 1)
-            return np.where(cells[pos] == keys, pos, -1)
-
-    order = np.argsort(key(cg // 16), kind="stable")  # blocks of 16^3 cells: cache-warm tree queries
-    gidx, cg = gidx[order], cg[order]
-    ukey, ginv = np.unique(key(cg), return_inverse=True)
-    offsets = [(dx * dims[1] + dy) * dims[2] + dz for dx, dy, dz in itertools.product((-1, 0, 1), repeat=3)]
-    nb = np.stack([lookup(ukey + o) for o in offsets], axis=1)  # (cells, 27) neighbour cell or -1
-    state = np.append(c_state, -1)[nb]  # -1: empty cell
-    occupied = state != -1
-    hi_s = np.where(occupied, state, -3).max(1)
-    lo_s = np.where(occupied, state, np.iinfo(state.dtype).max).min(1)
-    pure = np.flatnonzero((hi_s >= 0) & (lo_s == hi_s))  # one instance around: nothing to deduplicate
-    mixed = np.flatnonzero(occupied.any(1) & ((hi_s < 0) | (lo_s != hi_s)))
-    nbm = nb[mixed]
-    jm = nbm[nbm >= 0]
-    mu, mi = _unique_pairs(np.repeat(np.repeat(mixed, (nbm >= 0).sum(1)), c_count[jm]),
-                           pc_inst[_ranges(c_start[jm], c_count[jm])])
-    by_u = np.argsort(np.concatenate([pure, mu]), kind="stable")
-    pair_u, pair_inst = np.concatenate([pure, mu])[by_u], np.concatenate([hi_s[pure], mi])[by_u]
-    ucnt = np.bincount(pair_u, minlength=len(ukey))
-    ustart = np.cumsum(ucnt) - ucnt
-    g = np.repeat(gidx, ucnt[ginv])
-    cand = pair_inst[_ranges(ustart[ginv], ucnt[ginv])]
-    # Nearest point of one given instance: the instance id as a 4th coordinate, spaced wider than the search bound.
-    spacing = 2.0 ** math.ceil(math.log2(4 * r))
-    tree = cKDTree(np.column_stack([pts, inst * spacing]), balanced_tree=False)
-    _, nn = tree.query(np.column_stack([gt[g], cand * spacing]), k=1,
-                       distance_upper_bound=r * (1 + 1e-6), workers=-1)
-    keep = _close(gt, g, pts, nn, thr)
-    return g[keep], cand[keep]
 
 
 # ---------------------------------------------------------------- confidences and predicted instances
@@ -304,9 +171,9 @@ def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, c
     gt_query, gt_obj = np.array(gq, np.int64), np.array(gobj, np.int64)
 
     if alignment == "global":
-        ag, ai = _align_global(gt, pred, index, alignment_threshold, unassigned_compete)
+        ag, ai = align_global(gt, pred, index, alignment_threshold, unassigned_compete)
     else:
-        ag, ai = _align_per_mask(gt, pred, index, alignment_threshold)
+        ag, ai = align_per_mask(gt, pred, index, alignment_threshold)
     inst_count = np.bincount(ai, minlength=n_inst)
     inter = sparse.coo_matrix((np.ones(len(ag), np.int64), (obj_of_point[ag], ai)),
                               shape=(len(obj_table), n_inst)).tocsr()
@@ -320,7 +187,7 @@ def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, c
     g_cnt = np.bincount(gt_query, minlength=n_codes)
     g_start = np.cumsum(g_cnt) - g_cnt
     lp = np.repeat(np.arange(len(pq)), g_cnt[pq]) if len(pq) else _EMPTY
-    lg = g_order[_ranges(g_start[pq], g_cnt[pq])] if len(pq) else _EMPTY
+    lg = g_order[arrays.ranges(g_start[pq], g_cnt[pq])] if len(pq) else _EMPTY
     li = np.asarray(inter[gt_obj[lg], pi[lp]]).ravel().astype(np.int64) if len(lg) else _EMPTY
     keep = li > 0
     lg, lp, li = lg[keep], lp[keep], li[keep]

@@ -5,8 +5,6 @@ import warnings
 
 import numpy as np
 
-KEYS = ("overall", "synonyms", "secondary", "synonym_undershooting", "secondary_overshooting",
-        "secondary_undershooting", "synonym_inlier_rate", "secondary_inlier_rate")
 # Per-pair sums kept so per-object values can be pooled over points without storing every label score.
 FIELDS = ("syn_sum", "syn_n", "sec_sum", "sec_n", "syn_in", "sec_in", "syn_under_sum", "syn_under_n",
           "sec_over_sum", "sec_over_n", "sec_under_sum", "sec_under_n")

@@ -1,4 +1,4 @@
-"""evaluation.report: results.json/csv/md, plots, compare."""
+"""evaluation.report / tables / plots / compare: results.json/csv/md, plots, side-by-side comparison."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from evaluation import report
+from evaluation import plots, report, tables
+from evaluation.compare import compare
+from evaluation.labels import CATEGORIES
 from tiermap.formats.base import SchemaError
 
 SET_KEYS = ("overall", "synonyms", "secondary", "synonym_undershooting", "secondary_overshooting",
@@ -122,13 +124,13 @@ def test_flatten_groups() -> None:
     omq = {"kind": "omq", "method": "m",
            "scores": {"OMQ": 0.5, "avg_pairwise": 0.6, "avg_label": 0.7, "avg_spatial": 0.8, "avg_fp_quality": 0.9},
            "per_file": [{"file": "a.json", "scores": {"OMQ": 0.4}, "n_objects": 3}]}
-    assert report.flatten(omq)[0] == ("overall", "scores", "OMQ", 0.5)
-    assert report.flatten(omq)[5:] == [("a.json", "scores", "OMQ", 0.4), ("a.json", "file", "n_objects", 3.0)]
+    assert tables.flatten(omq)[0] == ("overall", "scores", "OMQ", 0.5)
+    assert tables.flatten(omq)[5:] == [("a.json", "scores", "OMQ", 0.4), ("a.json", "file", "n_objects", 3.0)]
     ret = {"kind": "retrieval", "method": "m", "overall": {"avg_inverse_rank": 0.25},
            "per_scene": {"x": {"avg_inverse_rank": math.nan}}}
-    assert report.flatten(ret) == [("overall", "overall", "avg_inverse_rank", 0.25),
+    assert tables.flatten(ret) == [("overall", "overall", "avg_inverse_rank", 0.25),
                                    ("x", "overall", "avg_inverse_rank", None)]
-    assert report.flatten(osma_result())[:3] == [("overall", "baseline", "macc", 0.5),
+    assert tables.flatten(osma_result())[:3] == [("overall", "baseline", "macc", 0.5),
                                                 ("overall", "baseline", "fmiou", 0.4),
                                                 ("overall", "baseline", "miou", 0.3)]
 
@@ -206,40 +208,28 @@ def test_extra_plots(tmp_path: Path) -> None:
     assert "frequency.png" not in out
 
 
-def test_plot_frequency_bars(tmp_path: Path) -> None:
-    a = {"kind": "segmentation", "method": "a", "frequency": {"top1": cats(1, 0, 0, 0, 0, 0)},
-         "per_scene": {"r0": {"frequency": {"top1": cats(1, 0, 0, 0, 0, 0)}}}}
-    b = {"kind": "segmentation", "method": "b", "frequency": {"top1": cats(0, 0, 0, 0, 0, 1)}}
-    path = report.plot_frequency_bars({"method-a": a, "method-b": b}, tmp_path / "bars.png")
-    with Image.open(path) as im:
-        assert im.format == "PNG"
-    assert has_colour(path, GREEN) and has_colour(path, RED)
-    with pytest.raises(SchemaError, match="<c>: field 'kind': expected 'segmentation', got 'omq'"):
-        report.plot_frequency_bars({"c": {"kind": "omq", "scores": {}}}, tmp_path / "x.png")
-
-
 def test_topdown_subsamples_deterministically_and_fast(tmp_path: Path) -> None:
-    idx = report._subsample(300_000)
+    idx = plots._subsample(300_000)
     assert len(idx) == 200_000 and len(np.unique(idx)) == 200_000 and idx.max() < 300_000
-    assert np.array_equal(idx, report._subsample(300_000))
-    assert np.array_equal(report._subsample(5), np.arange(5))
+    assert np.array_equal(idx, plots._subsample(300_000))
+    assert np.array_equal(plots._subsample(5), np.arange(5))
     rng = np.random.default_rng(3)
     pts = rng.random((300_000, 3)) * [6.0, 4.0, 2.5]
-    names = np.array([*report.FREQ_CATEGORIES, "none"])
+    names = np.array([*CATEGORIES, "none"])
     cat = names[(pts[:, 0] // 1).astype(int)]
     t0 = time.perf_counter()
-    first = report.plot_topdown_categories(pts, cat, tmp_path / "a.png", title="room0")
+    first = plots.plot_topdown_categories(pts, cat, tmp_path / "a.png", title="room0")
     assert time.perf_counter() - t0 < 6.0
-    second = report.plot_topdown_categories(pts, cat, tmp_path / "b.png", title="room0")
+    second = plots.plot_topdown_categories(pts, cat, tmp_path / "b.png", title="room0")
     assert first.read_bytes() == second.read_bytes()
     assert has_colour(first, GREEN) and has_colour(first, RED)
 
 
 def test_topdown_rejects_bad_input(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match="field 'categories': expected values among .*got \\['chair'\\]"):
-        report.plot_topdown_categories(np.zeros((2, 3)), np.array(["none", "chair"]), tmp_path / "t.png")
+        plots.plot_topdown_categories(np.zeros((2, 3)), np.array(["none", "chair"]), tmp_path / "t.png")
     with pytest.raises(SchemaError, match="field 'points': expected an \\(N, 3\\) array"):
-        report.plot_topdown_categories(np.zeros((2, 2)), np.array(["none", "none"]), tmp_path / "t.png")
+        plots.plot_topdown_categories(np.zeros((2, 2)), np.array(["none", "none"]), tmp_path / "t.png")
 
 
 # ---------------------------------------------------------------- compare
@@ -247,7 +237,7 @@ def test_compare_best(tmp_path: Path) -> None:
     # a: more synonyms but more incorrect; b: fewer incorrect (lower is better) and a higher mR
     pa = report.write_report(tmp_path / "a", seg_result("alpha", syn=0.5, incorrect=0.3, mr=0.6))["results.json"]
     pb = report.write_report(tmp_path / "b", seg_result("beta", syn=0.4, incorrect=0.1, mr=0.9))["results.json"]
-    md = report.compare([pa, pb])
+    md = compare([pa, pb])
     assert md_row(md, "metric") == ["metric", "alpha", "beta", "best"]
     assert md_row(md, "frequency/top1/synonyms") == ["frequency/top1/synonyms", "0.5000", "0.4000", "alpha"]
     assert md_row(md, "frequency/top1/incorrect") == ["frequency/top1/incorrect", "0.3000", "0.1000", "beta"]
@@ -263,11 +253,11 @@ def test_compare_names_from_folders(tmp_path: Path) -> None:
     p2 = report.write_report(tmp_path / "run2", {**res, "overall": {"all_ap": 0.3}})["results.json"]
     p3 = report.write_report(tmp_path / "x" / "run1", {**res, "method": "same"})["results.json"]
     p4 = report.write_report(tmp_path / "y" / "run1", {**res, "method": "same"})["results.json"]
-    md = report.compare([p1, p2])
+    md = compare([p1, p2])
     assert md_row(md, "overall/all_ap") == ["overall/all_ap", "0.2000", "0.3000", "run2"]
-    names = md_row(report.compare([p1, p3, p4]), "metric")
+    names = md_row(compare([p1, p3, p4]), "metric")
     assert names == ["metric", "run1", "same (x/run1)", "same (y/run1)", "best"]
-    assert md_row(report.compare([p2, p2]), "metric") == ["metric", "run2 [1]", "run2 [2]", "best"]
+    assert md_row(compare([p2, p2]), "metric") == ["metric", "run2 [1]", "run2 [2]", "best"]
 
 
 def test_compare_mixed_kinds(tmp_path: Path) -> None:
@@ -275,7 +265,7 @@ def test_compare_mixed_kinds(tmp_path: Path) -> None:
     pr = report.write_report(tmp_path / "r", {"kind": "retrieval", "overall": {"all_ap": 0.1}})["results.json"]
     pb = report.write_report(tmp_path / "b", seg_result("b"))["results.json"]
     with pytest.raises(SchemaError) as err:
-        report.compare([pa, pr, pb])
+        compare([pa, pr, pb])
     assert err.value.path == str(pr) and err.value.field == "kind"
     assert "expected 'segmentation'" in str(err.value) and "got 'retrieval'" in str(err.value)
 
@@ -288,6 +278,6 @@ def test_compare_bad_files(tmp_path: Path) -> None:
     nokind.write_text(json.dumps({"method": "m", "frequency": {}}))
     for path in (bad, nokind):
         with pytest.raises(SchemaError) as err:
-            report.compare([good, path])
+            compare([good, path])
         assert err.value.path == str(path) and err.value.field == "kind"
         assert "\n" not in str(err.value)

@@ -7,14 +7,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from evaluation import retrieval
-from evaluation.retrieval import (
-    OVERLAP_THRESHOLDS,
-    RetrievalScene,
-    _align_global,
-    _align_per_mask,
-    evaluate_retrieval,
-)
+from evaluation import alignment
+from evaluation.alignment import align_global, align_per_mask
+from evaluation.retrieval import OVERLAP_THRESHOLDS, RetrievalScene, evaluate_retrieval
 from tiermap.formats.base import SchemaError
 
 # Embeddings / text vectors in 3-D. For text "a" = [1, 0, 0], cosines are X: 0.8, Y: 0.5, Z: 0, so
@@ -208,7 +203,7 @@ def test_alignment_matches_brute_force(thr: float, grid: bool, spread: float, mo
     # also with the sorted-key cell lookup instead of the dense grid, and with clusters 100 km apart
     # (cells then wider than the radius).
     if not grid:
-        monkeypatch.setattr(retrieval, "_GRID_CELLS", 0)
+        monkeypatch.setattr(alignment, "_GRID_CELLS", 0)
     rng = np.random.default_rng(int(thr * 1e4))
     shift = np.array([[0.0, 0.0, 0.0], [spread, 0.0, 0.0]])  # every other point in a far cluster
     gt = (rng.normal(0, 0.08, (600, 3)) + shift[np.arange(600) % 2]).astype(np.float32).astype(np.float64)
@@ -216,11 +211,11 @@ def test_alignment_matches_brute_force(thr: float, grid: bool, spread: float, mo
     index = rng.integers(-1, 12, len(pred))
     d2 = np.square(gt[:, None, :] - pred[None, :, :]).sum(-1)
     want = {(g, int(index[p])) for g, p in zip(*np.nonzero(d2 < thr)) if index[p] >= 0}
-    g, i = _align_per_mask(gt, pred, index, thr)
+    g, i = align_per_mask(gt, pred, index, thr)
     assert len(g) == len(want) and set(zip(g.tolist(), i.tolist())) == want and len(want) > 500
     nn = d2.argmin(1)
     want_g = {(g, int(index[nn[g]])) for g in range(len(gt)) if d2[g, nn[g]] < thr and index[nn[g]] >= 0}
-    g, i = _align_global(gt, pred, index, thr, True)
+    g, i = align_global(gt, pred, index, thr, True)
     assert set(zip(g.tolist(), i.tolist())) == want_g and len(want_g) > 100
 
 

@@ -264,7 +264,7 @@ def test_clip_encoder_tiny_model_cache_and_short_context(tmp_path: Path, monkeyp
 
 def test_toolkit_imports_nothing_from_generation_or_annotation() -> None:
     code = ("import sys, evaluation.cli, evaluation.segmentation, evaluation.retrieval, evaluation.omq, evaluation.osma, "
-            "evaluation.report, evaluation.baseline, tiermap.app.cli; "
+            "evaluation.report, evaluation.compare, evaluation.baseline, tiermap.app.cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('generation', 'annotation')]; print(bad); assert not bad")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert res.returncode == 0, res.stdout + res.stderr
