@@ -10,6 +10,7 @@ import typer.core
 from rich.console import Console
 
 from tiermap.formats.base import SchemaError
+from tiermap.formats.results import RESULTS_MD
 
 console = Console()
 err_console = Console(stderr=True)
@@ -89,7 +90,7 @@ def _report(out: Path, result: dict, extra_plots: dict | None = None) -> None:
     from evaluation.report import write_report
 
     files = _run(write_report, out, result, extra_plots=extra_plots)
-    console.print((out / "results.md").read_text(encoding="utf-8"), highlight=False, markup=False)
+    console.print((out / RESULTS_MD).read_text(encoding="utf-8"), highlight=False, markup=False)
     console.print(f"report: {', '.join(str(p) for p in files.values())}")
 
 

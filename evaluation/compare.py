@@ -1,26 +1,13 @@
 """Side-by-side comparison of several results.json: overall metrics per method and the best method per row."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from evaluation.tables import DASH, flatten, markdown_table, result_kind
+from evaluation.tables import DASH, flatten, markdown_table
 from tiermap.formats.base import SchemaError
+from tiermap.formats.results import read_results
 
 LOWER_IS_BETTER = frozenset({"missing", "incorrect"})
-
-
-def _read_result(path: Path) -> dict:
-    """A results.json, checked to be an object with a known kind."""
-    if not path.is_file():
-        raise SchemaError(path, "<file>", "an existing file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        got = f"invalid JSON ({err.__class__.__name__})"
-        raise SchemaError(path, "kind", "a JSON object with 'kind'", got) from None
-    result_kind(data, path)
-    return data
 
 
 def _method_names(paths: list[Path], results: list[dict]) -> list[str]:
@@ -55,7 +42,7 @@ def compare(paths: list[Path]) -> str:
     paths = [Path(p) for p in paths]
     if not paths:
         raise SchemaError("<compare>", "paths", "at least one results.json", "[]")
-    results = [_read_result(p) for p in paths]
+    results = [read_results(p) for p in paths]
     kinds = [r["kind"] for r in results]
     majority = max(dict.fromkeys(kinds), key=kinds.count)
     for p, k in zip(paths, kinds):

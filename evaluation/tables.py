@@ -1,7 +1,6 @@
 """Result tables: results.json, results.csv (one row per number) and results.md (markdown tables per kind)."""
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -14,10 +13,13 @@ import pandas as pd
 from evaluation.labels import CATEGORIES
 from tiermap import atomic
 from tiermap.formats.base import SchemaError
-
-KINDS = ("segmentation", "retrieval", "omq", "osma")
-REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions"}
-"""The section each kind of result must carry (a JSON object)."""
+from tiermap.formats.results import (
+    RESULTS_CSV,
+    RESULTS_FILE,
+    RESULTS_MD,
+    result_kind,
+    write_results,
+)
 
 _FREQ_HEAD = ("S", "D", "VS", "C", "M", "I")
 _SET_RANKING = {
@@ -73,37 +75,7 @@ def _raw(v: Any) -> str:
     return DASH if f is None else f"{f:.3f}"
 
 
-def _jsonable(x: Any) -> Any:
-    """JSON-ready copy: non-finite floats become None, numpy scalars and arrays become Python values."""
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, Path):
-        return str(x)
-    return x
-
-
 # ---------------------------------------------------------------- flatten
-def result_kind(result: Any, src: Path | str) -> str:
-    """The result's kind, after checking it is a result dict carrying its kind's required section."""
-    if not isinstance(result, dict) or "kind" not in result:
-        got = None if isinstance(result, dict) else type(result).__name__
-        raise SchemaError(src, "kind", f"an object with 'kind' (one of {', '.join(KINDS)})", got)
-    kind = result["kind"]
-    if kind not in KINDS:
-        raise SchemaError(src, "kind", f"one of {', '.join(KINDS)}", kind)
-    if not isinstance(result.get(REQUIRED[kind]), dict):
-        raise SchemaError(src, REQUIRED[kind], "an object", type(result.get(REQUIRED[kind])).__name__)
-    return kind
-
-
 def _section(result: dict, key: str, src: Path | str, kind: type = dict) -> Any:
     """An optional section of the result (empty when absent), checked to be of `kind`."""
     value = result.get(key)
@@ -280,14 +252,9 @@ def _markdown(result: dict) -> str:
 def write_tables(out_dir: Path, result: dict) -> dict[str, Path]:
     """Write results.json, results.csv and results.md into out_dir (nothing when the result is malformed)."""
     out_dir = Path(out_dir)
-    rows = flatten(result, out_dir / "results.json")
-    written = {
-        "results.json": atomic.write_text(
-            out_dir / "results.json",
-            json.dumps(_jsonable(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-        ),
-    }
+    rows = flatten(result, out_dir / RESULTS_FILE)
+    written = {RESULTS_FILE: write_results(out_dir / RESULTS_FILE, result)}
     table = pd.DataFrame(rows, columns=["scope", "group", "metric", "value"]).astype({"value": "float64"})
-    written["results.csv"] = atomic.write_text(out_dir / "results.csv", table.to_csv(index=False, na_rep="nan"))
-    written["results.md"] = atomic.write_text(out_dir / "results.md", _markdown(result))
+    written[RESULTS_CSV] = atomic.write_text(out_dir / RESULTS_CSV, table.to_csv(index=False, na_rep="nan"))
+    written[RESULTS_MD] = atomic.write_text(out_dir / RESULTS_MD, _markdown(result))
     return written
