@@ -175,3 +175,76 @@ def test_gt_cloud_ply_and_npy(tmp_path: Path) -> None:
     PlyData([PlyElement.describe(arr, "vertex")]).write(str(tmp_path / "noid.ply"))
     with pytest.raises(SchemaError, match="noid.ply: field 'vertex.object_id'"):
         read_gt_cloud(tmp_path / "noid.ply")
+
+
+# ---------------------------------------------------------------- params.yaml
+def _shipped_params() -> dict:
+    import yaml
+
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+
+
+@pytest.mark.parametrize(("edit", "field", "expected"), [
+    (lambda d: d.pop("render"), "render", "field is missing"),
+    (lambda d: d["trajectory"].pop("fps"), "trajectory.fps", "field is missing"),
+    (lambda d: d.update(rendr={}), "rendr", "no such field"),
+    (lambda d: d["render"].update(width="wide"), "render.width", "integer"),
+    (lambda d: d["trajectory"].update(planner="zigzag"), "trajectory.planner", "'coverage' or 'random'"),
+    (lambda d: d["lighting"].pop("velocity"), "lighting.velocity", "a lighting block for every condition"),
+    (lambda d: d.update(reference_condition="dusk"), "reference_condition", "one of conditions"),
+])
+def test_params_refused_with_one_line(tmp_path: Path, edit, field: str, expected: str) -> None:
+    """A broken params.yaml names the file, the block's field and what was expected (not a KeyError deep in a stage)."""
+    import yaml
+
+    from tiermap.formats.params import read_params
+
+    data = _shipped_params()
+    edit(data)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SchemaError) as err:
+        read_params(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: field '{field}'") and expected in msg and "\n" not in msg
+
+
+def test_shipped_params_are_valid_and_handed_on_unchanged() -> None:
+    """The repository's params.yaml passes, and stages get the mapping exactly as written (so outputs stay byte-identical)."""
+    from tiermap.app.stages import load_params
+    from tiermap.formats.params import read_params
+
+    path = Path(__file__).resolve().parents[1] / "params.yaml"
+    params, raw = read_params(path)
+    assert raw == _shipped_params() and load_params(path) == raw
+    assert params.render.width == raw["render"]["width"] and params.trajectory.fps == raw["trajectory"]["fps"]
+    assert set(params.conditions) <= set(params.lighting) and params.reference_condition in params.conditions
+
+
+# ---------------------------------------------------------------- sequence frames
+def test_frame_readers_check_shape_and_dtype(tmp_path: Path) -> None:
+    """Depth, RGB and instance frames are refused with one line when their size or pixel type is not the camera's."""
+    from PIL import Image
+
+    from tiermap.formats.sequence import CameraParams, read_depth, read_instance, read_rgb, write_depth, write_instance, write_rgb
+
+    cam = CameraParams(w=8, h=6, fx=4, fy=4, cx=3.5, cy=2.5, depth_scale=1000)
+    depth = np.linspace(0.5, 3.0, 48).reshape(6, 8)
+    write_depth(tmp_path / "depth.png", depth, cam)
+    got = read_depth(tmp_path / "depth.png", cam)
+    assert got.dtype == np.float32 and np.abs(got - depth).max() <= 0.5 / cam.depth_scale + 1e-6
+    ids = (np.arange(48).reshape(6, 8) * 1000).astype(np.uint16)
+    write_instance(tmp_path / "ids.png", ids)
+    assert np.array_equal(read_instance(tmp_path / "ids.png", (6, 8)), ids)
+    rgb = np.random.default_rng(0).integers(0, 255, (6, 8, 3), dtype=np.uint8)
+    write_rgb(tmp_path / "rgb.png", rgb)
+    assert np.array_equal(read_rgb(tmp_path / "rgb.png", (6, 8)), rgb)
+    Image.fromarray(np.zeros((5, 8), np.uint16)).save(tmp_path / "small.png")
+    Image.fromarray(rgb).save(tmp_path / "colour.png")
+    (tmp_path / "broken.png").write_bytes(b"not a png")
+    for reader, path, field in [(lambda p: read_depth(p, cam), "small.png", "shape"), (lambda p: read_depth(p, cam), "colour.png", "dtype"),
+                                (lambda p: read_instance(p, (6, 8)), "colour.png", "shape"), (lambda p: read_rgb(p, (6, 8)), "small.png", "shape"),
+                                (lambda p: read_rgb(p, (6, 8)), "broken.png", "<file>"), (lambda p: read_instance(p, (6, 8)), "gone.png", "<file>")]:
+        with pytest.raises(SchemaError) as err:
+            reader(tmp_path / path)
+        assert str(err.value).startswith(f"{tmp_path / path}: field '{field}'")

@@ -6,8 +6,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
 from tiermap.formats.benchbot import OBJECTS_FILE
@@ -22,19 +20,14 @@ from tiermap.formats.openlex3d import (
     read_gt_cloud,
     write_prompt_list,
 )
+from tiermap.formats.params import PARAMS_FILE, read_params
 from tiermap.formats.scene import SCENE_FILE, SCENE_MESH, read_scene, write_scene_mesh
 from tiermap.formats.sequence import TRAJ_FILE, SequenceMeta, read_traj
 
 
-def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
-    """params.yaml as a dict."""
-    path = Path(path)
-    if not path.is_file():
-        raise SchemaError(path, "<file>", "an existing params.yaml (run from the repository root or pass --params)")
-    data = yaml.safe_load(path.read_text())
-    if not isinstance(data, dict):
-        raise SchemaError(path, "<root>", "a mapping of parameter blocks")
-    return data
+def load_params(path: Path | str = PARAMS_FILE) -> dict[str, Any]:
+    """params.yaml, checked against formats.params (a missing or misspelt block is one line), as written."""
+    return read_params(path)[1]
 
 
 def build_dir(ds: DatasetPaths, scene: str) -> Path:

@@ -44,6 +44,8 @@ def _pydantic_error(path: Path, err: ValidationError) -> SchemaError:
     got = e.get("input") if e["type"] != "missing" else None
     if e["type"] == "missing":
         msg = "a value (field is missing)"
+    elif e["type"] == "extra_forbidden":
+        msg, got = "no such field (a typo?)", None
     return SchemaError(path, field, msg, got if isinstance(got, str | int | float) else None)
 
 

@@ -1,0 +1,127 @@
+"""params.yaml: the pipeline's parameters, checked block by block (a missing or misspelt block names itself)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError
+
+from tiermap.formats.base import Model, PosInt, SchemaError, _pydantic_error
+
+PARAMS_FILE = "params.yaml"
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class RenderParams(Model):
+    """`render`: renderer and image size of every sequence."""
+
+    renderer: str = "pyrender"
+    width: PosInt
+    height: PosInt
+    hfov_deg: Annotated[float, Field(gt=0, lt=180)] = 90.0
+    depth_scale: Positive = 1000.0
+
+
+class TrajectoryParams(Model):
+    """`trajectory`: the path planner and the robot's speed (OSMa-Bench nominal 0.75 m/s, 0.8 rad/s)."""
+
+    planner: Literal["coverage", "random"] = "coverage"
+    n_goals: PosInt = 2
+    candidate_spacing: Positive = 0.5
+    view_range: Positive = 4.0
+    min_visible_samples: PosInt = 3
+    min_solid_angle: NonNeg = 0.003
+    robot_radius: NonNeg
+    camera_height: Positive
+    linear_speed: Positive
+    angular_speed: Positive
+    fps: Positive
+
+
+class GTParams(Model):
+    """`gt`: GT cloud density and when an object counts as seen."""
+
+    density: Positive = 2500.0
+    min_pixels: PosInt = 50
+
+
+class CropParams(Model):
+    """`annotation.crops`: views per object and crop geometry."""
+
+    k: PosInt = 3
+    min_pixels: PosInt = 50
+    pad: NonNeg = 0.25
+    size: PosInt = 256
+
+
+class AnnotationParams(Model):
+    """`annotation`: annotations per object, crops and close-ups (close-ups are checked by generation.closeup)."""
+
+    annotators: PosInt = 4
+    crops: CropParams = CropParams()
+    closeups: dict[str, Any] = {}
+
+
+class ProceduralScene(Model):
+    """A procedural scene of `scene`: seed and room kinds."""
+
+    seed: int
+    rooms: list[str] | None = None
+
+
+class MeshScene(Model):
+    """A scene of `mesh_scene`: a labelled mesh source."""
+
+    source: Literal["replica", "mesh", "habitat"]
+    input: str
+    seed: int = 0
+    classes: str | None = None
+    up: str | None = None
+
+
+class Params(Model):
+    """params.yaml."""
+
+    dataset: str = "demo"
+    scenes: Annotated[list[str], Field(min_length=1)]
+    scene: dict[str, ProceduralScene] = {}
+    mesh_scene: dict[str, MeshScene] | None = None
+    conditions: Annotated[list[str], Field(min_length=1)]
+    reference_condition: str = "baseline"
+    render: RenderParams
+    trajectory: TrajectoryParams
+    lighting: dict[str, dict[str, Any]]
+    gt: GTParams = GTParams()
+    annotation: AnnotationParams = AnnotationParams()
+
+
+def check_params(data: Any, path: Path | str = PARAMS_FILE) -> Params:
+    """A parsed params.yaml → Params; SchemaError naming the block and field otherwise."""
+    if not isinstance(data, dict):
+        raise SchemaError(path, "<root>", "a mapping of parameter blocks", type(data).__name__)
+    try:
+        params = Params.model_validate(data)
+    except ValidationError as err:
+        raise _pydantic_error(Path(path), err) from None
+    missing = [c for c in params.conditions if c not in params.lighting]
+    if missing:
+        raise SchemaError(path, f"lighting.{missing[0]}", f"a lighting block for every condition in `conditions` (have {sorted(params.lighting)})")
+    if params.reference_condition not in params.conditions:
+        raise SchemaError(path, "reference_condition", f"one of conditions {params.conditions}", params.reference_condition)
+    return params
+
+
+def read_params(path: Path | str = PARAMS_FILE) -> tuple[Params, dict[str, Any]]:
+    """params.yaml → (checked Params, the mapping as written, which stages hand on unchanged so outputs stay byte-identical)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing params.yaml (run from the repository root or pass --params)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise SchemaError(path, "<file>", f"valid YAML ({str(err).splitlines()[0]})") from None
+    return check_params(data, path), data
