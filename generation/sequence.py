@@ -13,6 +13,7 @@ from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
 from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smooth
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.params import PARAMS_FILE
 from tiermap.formats.scene import Scene, read_scene
 from tiermap.formats.sequence import (
     CAMERA_FILE,
@@ -69,7 +70,7 @@ def scene_poses(scene: Scene, params: dict[str, Any], speed_factor: float, geome
     elif planner == "random":
         raw = plan_path(scene, seed=scene.seed, n_goals=int(traj["n_goals"]), robot_radius=float(traj["robot_radius"]), obstacles=obstacles)
     else:
-        raise SchemaError("params.yaml", "trajectory.planner", "one of coverage, random", planner)
+        raise SchemaError(PARAMS_FILE, "trajectory.planner", "one of coverage, random", planner)
     return sample_poses(smooth(raw), linear=float(traj["linear_speed"]) * speed_factor, angular=float(traj["angular_speed"]) * speed_factor,
                         fps=float(traj["fps"]), height=floor_z(scene) + float(traj["camera_height"]), turns=turns)
 

@@ -7,6 +7,7 @@ from tiermap.app.stages import dvc, load_params
 from tiermap.formats.benchbot import BENCHBOT_RESULTS_FILE, OBJECTS_FILE
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.openlex3d import GT_CLOUD_FILE, query_mapping_file
+from tiermap.formats.params import PARAMS_FILE
 from tiermap.formats.predictions import TEXT_FEATURES_FILE
 from tiermap.formats.records import METHOD_FILE, read_method, read_validation_report
 
@@ -29,7 +30,7 @@ def label_with_simulated_annotators(repo: Path, ds: DatasetPaths, scenes: list[s
 
 def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
     """scenes → sequences → scene GT → close-ups → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
-    params = load_params(repo / "params.yaml")
+    params = load_params(repo / PARAMS_FILE)
     scenes = list(params["scenes"])
     if not (repo / ".dvc").is_dir():
         dvc(["init", "-q"], repo)

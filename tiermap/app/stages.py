@@ -44,7 +44,7 @@ def make_scene(ds: DatasetPaths, scene: str, params: dict[str, Any], source: str
     spec = dict((params.get("scene") or {}).get(scene) or (params.get("mesh_scene") or {}).get(scene) or {})
     src = source or spec.get("source", "procedural")
     if seed is None and "seed" not in spec and src == "procedural":
-        raise SchemaError("params.yaml", f"scene.{scene}", "a block with the scene's seed (or pass --seed)")
+        raise SchemaError(PARAMS_FILE, f"scene.{scene}", "a block with the scene's seed (or pass --seed)")
     input_path = input_path or spec.get("input")
     sc, mesh = build_scene(scene, src, seed=int(seed if seed is not None else spec.get("seed", 0)), input_path=input_path,
                            rooms=spec.get("rooms"), classes=classes or spec.get("classes"), up=up or spec.get("up"))

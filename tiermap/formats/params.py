@@ -67,6 +67,7 @@ class AnnotationParams(Model):
 class ProceduralScene(Model):
     """A procedural scene of `scene`: seed and room kinds."""
 
+    source: Literal["procedural"] = "procedural"
     seed: int
     rooms: list[str] | None = None
 
