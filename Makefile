@@ -16,7 +16,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export PYOPENGL_PLATFORM := egl
 export DVC_SITE_CACHE_DIR ?= $(CURDIR)/.tmp/dvc_site_cache
 
-.PHONY: setup system-deps demo test bench clean-venv
+.PHONY: setup system-deps demo test test-fast bench clean-venv
 
 setup: $(STAMP) $(LS_STAMP)
 
@@ -33,7 +33,8 @@ $(STAMP): pyproject.toml constraints.txt Makefile | system-deps
 	$(BIN)/pip install -q --upgrade pip wheel setuptools
 	# CPU torch first, from the local wheel; the constraints keep every later install on it.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	# Everything: the core (what `tiermap eval` needs, i.e. `pip install tiermap`) plus the pipeline and embeddings extras.
+	$(BIN)/pip install -q -c constraints.txt -e '.[all,test]'
 	# PyPI's torchvision is CUDA-linked; this hook defines its missing op schemas before it imports.
 	site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
 	  cp tiermap/tvshim.py "$$site/tiermap_tvshim.py" && \
@@ -55,6 +56,11 @@ demo: setup
 test: setup
 	@rc=0; $(BIN)/python -m pytest -q tests || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5) - failing" >&2; fi; exit $$rc
+
+# The suite without the end-to-end tests marked slow (pipeline runs, Label Studio, browser, the light-install venv).
+test-fast: setup
+	@rc=0; $(BIN)/python -m pytest -q -m "not slow" tests || rc=$$?; \
+	if [ $$rc = 5 ]; then echo "make test-fast: pytest collected no tests (exit 5) - failing" >&2; fi; exit $$rc
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

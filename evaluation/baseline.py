@@ -15,6 +15,7 @@ from PIL import Image
 
 from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
 from tiermap import atomic
+from tiermap.extras import require
 from tiermap.formats.base import SchemaError, read_json
 from tiermap.formats.benchbot import BENCHBOT_RESULTS_FILE, read_benchbot_gt
 from tiermap.formats.classes import read_class_map
@@ -168,6 +169,9 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
     """Write the baseline's predictions (and text_features.npz for the prompts and queries) into `out`."""
     if captions not in {"oracle", "gemini"}:
         raise SchemaError("--captions", captions, "oracle or gemini")
+    enc = make_text_encoder(encoder, clip_pretrained) if isinstance(encoder, str) else encoder  # a missing extra fails here
+    if captions == "gemini":
+        require("pipeline", "--captions gemini", ["google.genai"])
     points, ids, colors, best = fuse_objects(sequence, stride)
     objects = sorted(best)
     if captions == "oracle":
@@ -180,7 +184,6 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
         text = {o: classes[o] for o in objects}
     else:
         text = gemini_captions(sequence, best, gemini_model, out.parent / f".{out.name}.captions.json")
-    enc = make_text_encoder(encoder, clip_pretrained) if isinstance(encoder, str) else encoder
     emb = enc([text[o] for o in objects])
     index = np.searchsorted(np.asarray(objects), ids)
     write_predictions(out, points, emb, index, colors)

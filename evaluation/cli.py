@@ -8,7 +8,9 @@ import click
 import typer
 import typer.core
 from rich.console import Console
+from rich.markup import escape
 
+from tiermap.extras import MissingExtraError
 from tiermap.formats.base import SchemaError
 from tiermap.formats.results import RESULTS_MD
 
@@ -63,15 +65,15 @@ baseline_app = typer.Typer(help="Reference methods that write predictions in the
 
 
 def _fail(err: Exception) -> None:
-    err_console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(str(err))}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
 def _run(fn, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
-    """Call a library function; input errors become one red line and exit code 2."""
+    """Call a library function; input errors and a missing extra become one red line and exit code 2."""
     try:
         return fn(*args, **kwargs)
-    except (SchemaError, FileNotFoundError, ValueError) as err:
+    except (SchemaError, MissingExtraError, FileNotFoundError, ValueError) as err:
         _fail(err)
 
 

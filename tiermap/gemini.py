@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from tiermap.extras import import_extra
 from tiermap.formats.base import SchemaError
 
 M = TypeVar("M", bound=BaseModel)
@@ -13,8 +14,8 @@ M = TypeVar("M", bound=BaseModel)
 
 def gemini_client(purpose: str) -> Any:
     """A google-genai client from GEMINI_API_KEY / GOOGLE_API_KEY (and GOOGLE_GEMINI_BASE_URL), retrying 429 and 5xx with backoff."""
-    from google import genai
-    from google.genai import types
+    genai = import_extra("google.genai", "pipeline", f"Gemini ({purpose})")
+    types = genai.types
 
     key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
     if not key:

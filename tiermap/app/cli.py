@@ -1,39 +1,79 @@
-"""The `tiermap` command line: a thin layer over library functions, grouped by concern."""
+"""The `tiermap` command line: a thin layer over library functions, grouped by concern.
+
+`tiermap eval …` and `tiermap baseline …` need only the core install (typer, rich and the evaluation toolkit are all
+imported here); every other command is a PipelineCommand: it imports its library inside the command and, when
+`tiermap[pipeline]` is not installed, stops with one line naming the extra instead of a traceback.
+"""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import click
 import typer
+import typer.core
 from rich.console import Console
+from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
+from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.formats.base import SchemaError
 from tiermap.formats.layout import DatasetPaths
 
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(err: Exception) -> None:
+    err_console.print(f"[red]error:[/red] {escape(str(err))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+class TiermapGroup(typer.core.TyperGroup):
+    """The root group: an import of a module that belongs to a missing extra becomes one line, wherever it happens."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a ModuleNotFoundError of an extra's module names the extra to install."""
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as err:
+            extra = extra_of(err.name)
+            if extra is None:
+                raise
+            command = " ".join(["tiermap", *filter(None, [ctx.invoked_subcommand])])
+            _fail(MissingExtraError(f"`{command}`", extra, [str(err.name)]))
+
+
+class PipelineCommand(typer.core.TyperCommand):
+    """A command of the dataset pipeline: needs `tiermap[pipeline]`; checked after parsing, so --help always works."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Check the pipeline's modules are installed, then run the command."""
+        try:
+            require("pipeline", f"`{ctx.command_path}`")
+        except MissingExtraError as err:
+            _fail(err)
+        return super().invoke(ctx)
+
+
 app = typer.Typer(help="tiermap: versioned RGB-D datasets, tiered labels and scoring for open-vocabulary 3D scene understanding.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-generate = typer.Typer(help="Scenes, lighting-varied sequences and scene GT (the first half of the pipeline).", no_args_is_help=True)
-annotate = typer.Typer(help="Labelling: crops, Label Studio server, push/pull, annotators, Gemini suggestions.", no_args_is_help=True)
+                  cls=TiermapGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+generate = typer.Typer(help="Scenes, lighting-varied sequences and scene GT (the first half of the pipeline; needs the 'pipeline' extra).",
+                       no_args_is_help=True)
+annotate = typer.Typer(help="Labelling: crops, Label Studio server, push/pull, annotators, Gemini suggestions (needs the 'pipeline' extra).",
+                       no_args_is_help=True)
 users = typer.Typer(help="Annotator accounts on the dataset's Label Studio.", no_args_is_help=True)
 annotate.add_typer(users, name="users")
 app.add_typer(generate, name="generate")
 app.add_typer(annotate, name="annotate")
 app.add_typer(eval_app, name="eval")
 app.add_typer(baseline_app, name="baseline")
-console = Console()
-err_console = Console(stderr=True)
 
 RootOpt = Annotated[Path, typer.Option("--root", envvar="TIERMAP_DATA", help="Data root (default: datasets/).")]
 DatasetOpt = Annotated[str, typer.Option("--dataset", help="Dataset name under the data root.")]
 ParamsOpt = Annotated[Path, typer.Option("--params", help="Pipeline parameters file.")]
-
-
-def _fail(err: Exception) -> None:
-    err_console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def _paths(root: Path, dataset: str) -> DatasetPaths:
@@ -52,7 +92,7 @@ def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         _fail(err)
 
 
-@generate.command("scene")
+@generate.command("scene", cls=PipelineCommand)
 def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).")],
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                    source: Annotated[str | None, typer.Option(help="procedural | replica | mesh | habitat (default: params, else procedural).")] = None,
@@ -69,7 +109,7 @@ def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of
     console.print(f"scene written: {out}")
 
 
-@generate.command("sequence")
+@generate.command("sequence", cls=PipelineCommand)
 def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
                       condition: Annotated[str, typer.Option(help="Condition name (a key of params.yaml `lighting`).")],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
@@ -81,7 +121,7 @@ def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
     console.print(f"sequence {scene}/{condition}: {meta.frame_count} frames ({meta.renderer})")
 
 
-@generate.command("gt")
+@generate.command("gt", cls=PipelineCommand)
 def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
                 root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                 out: Annotated[Path | None, typer.Option(help="Output folder (default <root>/<dataset>/gt/<scene>).")] = None) -> None:
@@ -92,7 +132,7 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
     console.print(f"scene GT {scene}: {counts}")
 
 
-@generate.command("preview")
+@generate.command("preview", cls=PipelineCommand)
 def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Contact sheet (same frames under every condition) and top-down map PNGs of a scene."""
@@ -102,7 +142,7 @@ def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
         console.print(f"wrote {p}")
 
 
-@generate.command("closeups")
+@generate.command("closeups", cls=PipelineCommand)
 def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast (default: params render.renderer).")] = None) -> None:
@@ -126,7 +166,7 @@ def _show(counts: dict) -> None:  # type: ignore[type-arg]
         console.print(f"  {k}: {v}", highlight=False)
 
 
-@annotate.command("crops")
+@annotate.command("crops", cls=PipelineCommand)
 def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).")] = None,
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Pick the best views of every visible object and write masked, context and frame crops under crops/<scene>/."""
@@ -138,7 +178,7 @@ def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (de
         console.print(f"crops {s}: {len(index.objects)} objects, {len(index.skipped)} skipped -> {_paths(root, dataset).dir / 'crops' / s}")
 
 
-@annotate.command("serve")
+@annotate.command("serve", cls=PipelineCommand)
 def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo",
                    background: Annotated[bool, typer.Option("--background", help="Start and return (stop with --stop).")] = False,
                    stop: Annotated[bool, typer.Option("--stop", help="Stop the dataset's running servers.")] = False) -> None:
@@ -160,7 +200,7 @@ def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo
     _run(lambda: ls_server.serve_forever(ds, log=console.print))
 
 
-@annotate.command("push")
+@annotate.command("push", cls=PipelineCommand)
 def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Create or update the labelling project and one task per (scene, object) on every seat; safe to re-run."""
     from annotation.push import push
@@ -170,7 +210,7 @@ def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo"
     _show(_run(lambda: push(_paths(root, dataset), list(p["scenes"]), int(p["annotation"]["annotators"]), log=console.print)))
 
 
-@annotate.command("pull")
+@annotate.command("pull", cls=PipelineCommand)
 def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
                   accept_changes: Annotated[bool, typer.Option("--accept-changes", help="Accept changed and removed annotations.")] = False
                   ) -> None:
@@ -192,7 +232,7 @@ def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo"
     _show(res)
 
 
-@annotate.command("simulate")
+@annotate.command("simulate", cls=PipelineCommand)
 def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of simulated annotators.")] = 4,
                       seed: Annotated[int, typer.Option(help="Noise seed.")] = 0,
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
@@ -202,7 +242,7 @@ def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of si
     _show(_run(lambda: simulate(_paths(root, dataset), _scenes(params), annotators, seed, log=console.print)))
 
 
-@annotate.command("suggest")
+@annotate.command("suggest", cls=PipelineCommand)
 def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask Gemini (needs GEMINI_API_KEY).")] = False,
                      model: Annotated[str, typer.Option(help="Gemini model.")] = "gemini-2.5-flash",
                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
@@ -214,7 +254,7 @@ def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask 
     _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), model, log=console.print)))
 
 
-@users.command("add")
+@users.command("add", cls=PipelineCommand)
 def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail addresses of the annotators.")] = None,
               simulated: Annotated[int, typer.Option(help="Instead: N simulated annotators (annotator1..N@tiermap.local).")] = 0,
               reset_password: Annotated[bool, typer.Option("--reset-password", help="Issue new passwords for existing annotators.")] = False,
@@ -237,7 +277,7 @@ def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail ad
         console.print("Passwords are not stored: hand them over now.")
 
 
-@users.command("list")
+@users.command("list", cls=PipelineCommand)
 def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
     """List the annotators' seats."""
     from annotation import ls_server
@@ -247,7 +287,7 @@ def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -
         console.print(f"  {seat.slug:>8}  {seat.annotator}  {state}{'  (simulated)' if seat.simulated else ''}", highlight=False)
 
 
-@annotate.command("lexicon")
+@annotate.command("lexicon", cls=PipelineCommand)
 def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Write labels/labels.parquet from the scenes' lexicons (seed labels without Label Studio)."""
     from tiermap.app.stages import labels_from_lexicon, load_params
@@ -256,7 +296,7 @@ def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "de
     console.print(f"labels written: {out}")
 
 
-@app.command("aggregate")
+@app.command("aggregate", cls=PipelineCommand)
 def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Merge annotators' labels into aggregated/<scene>/gt_categories.json (OpenLex3D §3.1.2)."""
     from tiermap.app.stages import make_aggregate
@@ -264,7 +304,7 @@ def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", pa
     _show(_run(lambda: make_aggregate(_paths(root, dataset), _scenes(params))))
 
 
-@app.command("clutter")
+@app.command("clutter", cls=PipelineCommand)
 def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
     """Clutter from oriented-box IoU > 0 and the published gt/ (query mappings, prompt list, scene GT)."""
     from tiermap.app.stages import make_clutter
@@ -272,7 +312,7 @@ def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", para
     _show(_run(lambda: make_clutter(_paths(root, dataset), _scenes(params))))
 
 
-@app.command("validate")
+@app.command("validate", cls=PipelineCommand)
 def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
              labels: Annotated[Path | None, typer.Option("--labels", help="Check one gt_categories.json on its own.")] = None) -> None:
     """Great-expectations suite over the labels and GT files; Data Docs HTML; exit 1 when any expectation fails."""
@@ -296,7 +336,7 @@ def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", par
         raise typer.Exit(1)
 
 
-@app.command("release")
+@app.command("release", cls=PipelineCommand)
 def release(version: Annotated[str, typer.Argument(help="Semantic version X.Y.Z.")],
             root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo",
             remote: Annotated[str | None, typer.Option(help="DVC remote name (default: the repo's default remote).")] = None) -> None:
@@ -309,7 +349,7 @@ def release(version: Annotated[str, typer.Argument(help="Semantic version X.Y.Z.
     console.print(f"evaluators: dvc artifacts get <repo-url> {dataset}-gt --rev v{version}")
 
 
-@app.command("doctor")
+@app.command("doctor", cls=PipelineCommand)
 def doctor(label_studio_url: Annotated[str | None, typer.Option(help="Label Studio URL to check.")] = None) -> None:
     """Check the environment (renderers, DVC remote, Label Studio, Gemini key) and print fixes."""
     from tiermap.app.doctor import check_environment
@@ -324,7 +364,7 @@ def doctor(label_studio_url: Annotated[str | None, typer.Option(help="Label Stud
         raise typer.Exit(1)
 
 
-@app.command("demo")
+@app.command("demo", cls=PipelineCommand)
 def demo(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None:
     """Run the main job on the embedded procedural default and print where the results are."""
     from tiermap.app.demo import run_demo
