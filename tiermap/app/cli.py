@@ -21,6 +21,7 @@ from evaluation.cli import baseline_app, eval_app
 from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.formats.base import SchemaError
 from tiermap.formats.layout import DatasetPaths
+from tiermap.formats.params import PARAMS_FILE
 
 console = Console()
 err_console = Console(stderr=True)
@@ -94,7 +95,7 @@ def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 @generate.command("scene", cls=PipelineCommand)
 def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).")],
-                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                    source: Annotated[str | None, typer.Option(help="procedural | replica | mesh | habitat (default: params, else procedural).")] = None,
                    seed: Annotated[int | None, typer.Option(help="Seed of the scene (procedural layout; the path of every source).")] = None,
                    input: Annotated[Path | None, typer.Option("--input", help="replica: the scene folder (or its habitat/ folder) with "
@@ -112,7 +113,7 @@ def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of
 @generate.command("sequence", cls=PipelineCommand)
 def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
                       condition: Annotated[str, typer.Option(help="Condition name (a key of params.yaml `lighting`).")],
-                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast | habitat (default: params render.renderer).")] = None) -> None:
     """Render one scene under one condition (RGB, depth, instance ids, traj.txt)."""
     from tiermap.app.stages import load_params, make_sequence
@@ -123,7 +124,7 @@ def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 @generate.command("gt", cls=PipelineCommand)
 def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
-                root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                 out: Annotated[Path | None, typer.Option(help="Output folder (default <root>/<dataset>/gt/<scene>).")] = None) -> None:
     """Scene GT: point cloud with object ids, BenchBot objects.json, per-object visibility."""
     from tiermap.app.stages import load_params, make_scene_gt
@@ -134,7 +135,7 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 @generate.command("preview", cls=PipelineCommand)
 def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
-                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Contact sheet (same frames under every condition) and top-down map PNGs of a scene."""
     from tiermap.app.stages import load_params, make_preview
 
@@ -144,7 +145,7 @@ def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 @generate.command("closeups", cls=PipelineCommand)
 def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
-                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast (default: params render.renderer).")] = None) -> None:
     """Close-up views of every object under the reference lighting (what annotators' crops are cut from)."""
     from tiermap.app.stages import closeups_dir, load_params, make_closeups
@@ -168,7 +169,7 @@ def _show(counts: dict) -> None:  # type: ignore[type-arg]
 
 @annotate.command("crops", cls=PipelineCommand)
 def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).")] = None,
-                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                   root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Pick the best views of every visible object and write masked, context and frame crops under crops/<scene>/."""
     from tiermap.app.stages import load_params, make_crops
 
@@ -201,7 +202,7 @@ def annotate_serve(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo
 
 
 @annotate.command("push", cls=PipelineCommand)
-def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Create or update the labelling project and one task per (scene, object) on every seat; safe to re-run."""
     from annotation.push import push
     from tiermap.app.stages import load_params
@@ -211,7 +212,7 @@ def annotate_push(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo"
 
 
 @annotate.command("pull", cls=PipelineCommand)
-def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                   accept_changes: Annotated[bool, typer.Option("--accept-changes", help="Accept changed and removed annotations.")] = False
                   ) -> None:
     """Export every seat (raw exports kept in labels/raw/), check for tampering, write labels/labels.parquet."""
@@ -235,7 +236,7 @@ def annotate_pull(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo"
 @annotate.command("simulate", cls=PipelineCommand)
 def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of simulated annotators.")] = 4,
                       seed: Annotated[int, typer.Option(help="Noise seed.")] = 0,
-                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Simulated annotators log in to their own seats and submit noisy lexicon labels (demo and tests)."""
     from annotation.simulate import simulate
 
@@ -245,7 +246,7 @@ def annotate_simulate(annotators: Annotated[int, typer.Option(help="Number of si
 @annotate.command("suggest", cls=PipelineCommand)
 def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask Gemini (needs GEMINI_API_KEY).")] = False,
                      model: Annotated[str, typer.Option(help="Gemini model.")] = "gemini-2.5-flash",
-                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+                     root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """LVLM pre-annotation: label suggestions per crop imported as predictions on every seat (cached; re-runs are free)."""
     from annotation.suggest import suggest
 
@@ -288,7 +289,7 @@ def users_list(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -
 
 
 @annotate.command("lexicon", cls=PipelineCommand)
-def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Write labels/labels.parquet from the scenes' lexicons (seed labels without Label Studio)."""
     from tiermap.app.stages import labels_from_lexicon, load_params
 
@@ -297,7 +298,7 @@ def annotate_lexicon(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "de
 
 
 @app.command("aggregate", cls=PipelineCommand)
-def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Merge annotators' labels into aggregated/<scene>/gt_categories.json (OpenLex3D §3.1.2)."""
     from tiermap.app.stages import make_aggregate
 
@@ -305,7 +306,7 @@ def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", pa
 
 
 @app.command("clutter", cls=PipelineCommand)
-def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml")) -> None:
+def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Clutter from oriented-box IoU > 0 and the published gt/ (query mappings, prompt list, scene GT)."""
     from tiermap.app.stages import make_clutter
 
@@ -313,7 +314,7 @@ def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", para
 
 
 @app.command("validate", cls=PipelineCommand)
-def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path("params.yaml"),
+def validate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
              labels: Annotated[Path | None, typer.Option("--labels", help="Check one gt_categories.json on its own.")] = None) -> None:
     """Great-expectations suite over the labels and GT files; Data Docs HTML; exit 1 when any expectation fails."""
     from tiermap.app.stages import load_params
