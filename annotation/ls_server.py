@@ -14,7 +14,6 @@ The served file root (LOCAL_FILES_DOCUMENT_ROOT) is datasets/<d>/crops/: only th
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -30,8 +29,17 @@ from pathlib import Path
 import requests
 
 from tiermap import atomic
-from tiermap.formats.base import SchemaError, dump_json, read_json, read_model
-from tiermap.formats.labelstudio import LSCredentials, LSSeat
+from tiermap.formats.base import SchemaError
+from tiermap.formats.labelstudio import (
+    CREDENTIALS_FILE,
+    SIMULATED_FILE,
+    LSCredentials,
+    LSSeat,
+    read_ls_credentials,
+    read_simulated_passwords,
+    write_ls_credentials,
+    write_simulated_passwords,
+)
 from tiermap.formats.layout import DatasetPaths
 
 LS_VERSION = "1.23.2"
@@ -55,12 +63,12 @@ def server_dir(ds: DatasetPaths) -> Path:
 
 def credentials_path(ds: DatasetPaths) -> Path:
     """The credentials file of a dataset's seats."""
-    return server_dir(ds) / "credentials.json"
+    return server_dir(ds) / CREDENTIALS_FILE
 
 
 def simulated_path(ds: DatasetPaths) -> Path:
     """Passwords of simulated annotators (demo and tests)."""
-    return server_dir(ds) / "simulated.json"
+    return server_dir(ds) / SIMULATED_FILE
 
 
 def seat_dir(ds: DatasetPaths, seat: LSSeat) -> Path:
@@ -86,19 +94,18 @@ def _ensure_private_dir(ds: DatasetPaths) -> Path:
 def read_credentials(ds: DatasetPaths) -> LSCredentials:
     """The dataset's seats (none yet: an empty record)."""
     path = credentials_path(ds)
-    return read_model(LSCredentials, path) if path.is_file() else LSCredentials(admin_email=ADMIN_EMAIL)
+    return read_ls_credentials(path) if path.is_file() else LSCredentials(admin_email=ADMIN_EMAIL)
 
 
 def write_credentials(ds: DatasetPaths, cred: LSCredentials) -> Path:
     """Write credentials atomically, readable by the owner only."""
     _ensure_private_dir(ds)
-    return atomic.write_text(credentials_path(ds), dump_json(cred.model_dump(mode="json")), mode=0o600)
+    return write_ls_credentials(cred, credentials_path(ds))
 
 
 def read_simulated(ds: DatasetPaths) -> dict[str, str]:
     """email → password of simulated annotators."""
-    path = simulated_path(ds)
-    return dict(read_json(path)) if path.is_file() else {}
+    return read_simulated_passwords(simulated_path(ds))
 
 
 def seat_of(ds: DatasetPaths, annotator: str) -> LSSeat:
@@ -227,7 +234,7 @@ def reset_password(ds: DatasetPaths, annotator: str, password: str) -> None:
 
 def _keep_simulated(ds: DatasetPaths, annotator: str, password: str) -> None:
     """Store a simulated annotator's password (owner-only file); real annotators' passwords never get here."""
-    atomic.write_text(simulated_path(ds), json.dumps({**read_simulated(ds), annotator: password}, indent=1), mode=0o600)
+    write_simulated_passwords(simulated_path(ds), {**read_simulated(ds), annotator: password})
 
 
 def _seat_user(out: str) -> int:

@@ -1,7 +1,6 @@
 """Pull annotations from every seat: raw exports kept untouched first, then the tamper check, then the tidy labels table."""
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,16 +13,16 @@ from annotation.ls_client import Admin
 from annotation.project import admins
 from annotation.push import crop_tasks, read_tasks_record
 from tiermap import atomic
-from tiermap.formats.base import SchemaError
 from tiermap.formats.labels import LABELS_FILE, write_labels
 from tiermap.formats.labelstudio import (
     LEDGER_FILE,
     TAMPER_FILE,
     Ledger,
     LedgerEntry,
-    parse_ls_export,
+    decode_ls_export,
     read_ledger,
     write_ledger,
+    write_seat_users,
 )
 from tiermap.formats.layout import DatasetPaths
 
@@ -65,18 +64,13 @@ def save_raw(ds: DatasetPaths, stamp: str, slug: str, export: bytes, users: list
     """Store a seat's export bytes as received (plus its user list) before any parsing."""
     path = _new_raw_path(ds, stamp, f"{slug}-export.json")
     atomic.write_bytes(path, export)
-    atomic.write_text(path.with_name(path.name.replace("export.json", "users.json")), json.dumps(users, indent=1))
+    write_seat_users(path.with_name(path.name.replace("export.json", "users.json")), users)
     return path
 
 
 def parse_raw(path: Path, raw: bytes) -> list[dict[str, Any]]:
     """A raw export as a list of task dicts (validated), or a SchemaError naming the file."""
-    try:
-        tasks = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise SchemaError(path, "<root>", f"a JSON list of Label Studio tasks ({err.msg} at line {err.lineno})") from None
-    parse_ls_export(tasks, path)
-    return tasks
+    return decode_ls_export(raw, path)
 
 
 def labels_from_ledger(ds: DatasetPaths, ledger: Ledger, scenes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -30,6 +30,8 @@ def label_with_simulated_annotators(repo: Path, ds: DatasetPaths, scenes: list[s
 
 def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
     """scenes → sequences → scene GT → close-ups → crops → Label Studio (simulated annotators) → aggregate → clutter → validation."""
+    from annotation.ls_server import credentials_path
+
     params = load_params(repo / PARAMS_FILE)
     scenes = list(params["scenes"])
     if not (repo / ".dvc").is_dir():
@@ -53,7 +55,7 @@ def run_demo(repo: Path, ds: DatasetPaths) -> dict[str, str]:
         "baseline predictions": str(ds.dir / "predictions" / "caption-oracle"),
         "scores": scores,
         "label studio": f"tiermap annotate serve --dataset {ds.name}   (one seat per annotator; admin credentials in "
-                        f"{ds.dir / 'labelstudio' / 'credentials.json'})",
+                        f"{credentials_path(ds)})",
         "next": f"tiermap release 0.1.0 --dataset {ds.name}   (after `git commit` and `dvc remote add -d ...`)",
     }
 

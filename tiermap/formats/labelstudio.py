@@ -14,11 +14,13 @@ from pydantic import (
     model_validator,
 )
 
+from tiermap import atomic
 from tiermap.formats.base import (
     Model,
     NonNegInt,
     PosInt,
     SchemaError,
+    dump_json,
     read_json,
     read_model,
     write_model,
@@ -29,6 +31,8 @@ TAMPER_FILE = "tamper.csv"
 LEDGER_FILE = "ledger.json"
 
 TASKS_FILE = "tasks.json"
+CREDENTIALS_FILE = "credentials.json"
+SIMULATED_FILE = "simulated.json"
 
 LS_TEXT_FIELDS = {"synonyms": "synonyms", "depictions": "depictions", "visually_similar": "vis_sim", "vis_sim": "vis_sim"}
 """Label Studio TextArea `from_name` → label category of the tidy table."""
@@ -245,3 +249,56 @@ def write_ledger(ledger: Ledger, path: Path | str) -> Path:
     """Write the ledger sorted by (key, annotator), atomically."""
     ledger = Ledger(entries=sorted(ledger.entries, key=lambda e: (e.key, e.annotator)))
     return write_model(ledger, path)
+
+
+# ---------------------------------------------------------------- raw pulls and simulated annotators' passwords
+def decode_ls_export(raw: bytes, source: Path | str) -> list[dict[str, Any]]:
+    """A seat's export bytes as received → the task dicts, validated as a Label Studio JSON export."""
+    import json
+
+    try:
+        tasks = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        where = f"{err.msg} at line {err.lineno}" if isinstance(err, json.JSONDecodeError) else type(err).__name__
+        raise SchemaError(source, "<root>", f"a JSON list of Label Studio tasks ({where})") from None
+    parse_ls_export(tasks, source)
+    return tasks
+
+
+def write_seat_users(path: Path | str, users: list[dict[str, Any]]) -> Path:
+    """A seat's user list as the server returned it (kept beside the raw export), each checked to carry an id or email."""
+    import json
+
+    for i, u in enumerate(users):
+        try:
+            LSUser.model_validate(u)
+        except ValidationError:
+            raise SchemaError(path, f"[{i}]", "a user with an id or an email") from None
+    return atomic.write_text(path, json.dumps(users, indent=1))
+
+
+def read_simulated_passwords(path: Path | str) -> dict[str, str]:
+    """labelstudio/simulated.json: email → password of simulated annotators (empty when absent)."""
+    if not Path(path).is_file():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise SchemaError(path, "<root>", "a JSON object {email: password}")
+    return dict(data)
+
+
+def write_simulated_passwords(path: Path | str, passwords: dict[str, str]) -> Path:
+    """Write simulated.json, owner-only (mode 0600)."""
+    import json
+
+    return atomic.write_text(path, json.dumps(passwords, indent=1), mode=0o600)
+
+
+def read_ls_credentials(path: Path | str) -> LSCredentials:
+    """labelstudio/credentials.json: every seat's admin secrets."""
+    return read_model(LSCredentials, path)
+
+
+def write_ls_credentials(cred: LSCredentials, path: Path | str) -> Path:
+    """Write credentials.json, owner-only (mode 0600)."""
+    return atomic.write_text(path, dump_json(cred.model_dump(mode="json")), mode=0o600)
