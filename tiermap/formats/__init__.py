@@ -1,0 +1,6 @@
+"""The data contract: one module per file family, each with its models, readers (which validate) and writers (atomic).
+
+scene, sequence (incl. frames), openlex3d (GT), labels, predictions (incl. text features), results, benchbot, classes,
+crops (incl. close-ups), labelstudio (exports, seats, tasks, ledger), records (validation, release, method, caches),
+params, sources (Replica's own files), layout (where a dataset's files live). `base` holds the error type and JSON helpers.
+"""
