@@ -22,8 +22,8 @@ from tiermap.formats.openlex3d import (
 )
 from tiermap.formats.predictions import (
     EMBEDDINGS_FILE,
-    find_prediction_cloud,
-    read_point_positions,
+    POINT_LABELS_FILE,
+    read_point_labels,
     read_predictions,
 )
 from tiermap.formats.records import METHOD_FILE, read_method
@@ -134,7 +134,7 @@ def condition_folders(predictions: Path, conditions: list[str] | None) -> dict[s
     """{condition: predictions folder}: the folder itself when it holds a cloud, else its sub-folders."""
     if not predictions.is_dir():
         raise SchemaError(predictions, "<folder>", "a predictions folder or one sub-folder per condition")
-    if (predictions / EMBEDDINGS_FILE).is_file() or (predictions / "labels.npy").is_file():
+    if (predictions / EMBEDDINGS_FILE).is_file() or (predictions / POINT_LABELS_FILE).is_file():
         return {conditions[0] if conditions else predictions.name: predictions}
     subs = {p.name: p for p in sorted(predictions.iterdir()) if p.is_dir()}
     if conditions:
@@ -162,18 +162,13 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
     scene = gt_cloud.parent.name
     out: dict[str, dict[str, tuple]] = {}
     for cond, folder in condition_folders(predictions, conditions).items():
-        if not any((folder / n).is_file() for n in (EMBEDDINGS_FILE, "labels.npy")) and (folder / scene).is_dir():
+        if not any((folder / n).is_file() for n in (EMBEDDINGS_FILE, POINT_LABELS_FILE)) and (folder / scene).is_dir():
             folder = folder / scene  # <condition>/<scene>/ layout
-        if (folder / "labels.npy").is_file():
-            cloud = find_prediction_cloud(folder)
-            pred_points = read_point_positions(cloud)
-            pred_labels = np.load(folder / "labels.npy")
-            if pred_labels.shape != (len(pred_points),) or not np.issubdtype(pred_labels.dtype, np.integer):
-                raise SchemaError(folder / "labels.npy", "labels", f"integer class ids, shape ({len(pred_points)},)",
-                                         f"{pred_labels.dtype} {pred_labels.shape}")
+        if (folder / POINT_LABELS_FILE).is_file():
+            pred_points, pred_labels = read_point_labels(folder)
         else:
             if encoder is None:
-                raise SchemaError(folder, "labels.npy", "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
+                raise SchemaError(folder, POINT_LABELS_FILE, "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
             pred = read_predictions(folder, allow_unassigned=True)
             ids, vocab = osma.vocabulary(names, labels)
             feats = osma.class_text_features(encoder, vocab, templates)

@@ -256,3 +256,33 @@ def test_errors() -> None:
         osma.evaluate_conditions({"baseline": {"s": scene([1], [1])}}, aggregate="median")  # type: ignore[arg-type]
     with pytest.raises(SchemaError, match=r"<baseline/s>"):
         osma.evaluate_conditions({"baseline": {"s": (pts, gt[:1], pp, pl)}})
+
+
+# ---------------------------------------------------------------- per-point class ids (labels.npy) as predictions
+def test_point_label_predictions_read_and_checked(tmp_path) -> None:
+    """A predictions folder with point_cloud.ply + labels.npy (ids of the GT class table) is scored as is; a labels.npy
+    of the wrong length is one line naming it."""
+    import json
+
+    from evaluation.layout import osma_inputs
+    from tiermap.formats.openlex3d import write_gt_cloud
+    from tiermap.formats.predictions import write_predictions
+
+    gt = tmp_path / "gt" / "room0"
+    gt.mkdir(parents=True)
+    pts = line([0.0, 1.0, 2.0, 3.0])
+    write_gt_cloud(gt / "gt_cloud.ply", pts, np.array([1, 1, 2, 2]))
+    (gt / "classes.json").write_text(json.dumps({"1": "chair", "2": "table"}))
+    pred = tmp_path / "pred" / "dark"
+    write_predictions(pred, pts, np.zeros((1, 2), np.float32), np.zeros(4, np.int64))
+    (pred / "embeddings.npy").unlink()
+    np.save(pred / "labels.npy", np.array([1, 2, 2, 2]))  # class ids 1 = chair, 2 = table (sorted names, 1-based)
+    data = osma_inputs(gt / "gt_cloud.ply", None, gt / "classes.json", tmp_path / "pred", None, None, ("{}",))
+    g_pts, g_lab, p_pts, p_lab = data["dark"]["room0"]
+    assert g_lab.tolist() == [1, 1, 2, 2] and p_lab.tolist() == [1, 2, 2, 2] and p_pts.dtype == np.float64
+    m = osma.evaluate_conditions(data, round_percent=False)
+    assert m["conditions"]["dark"]["overall"]["macc"] == pytest.approx(0.75)  # chair 1/2, table 2/2
+    np.save(pred / "labels.npy", np.array([1, 2, 2]))
+    with pytest.raises(SchemaError) as err:
+        osma_inputs(gt / "gt_cloud.ply", None, gt / "classes.json", tmp_path / "pred", None, None, ("{}",))
+    assert str(err.value).startswith(f"{pred / 'labels.npy'}: field 'labels': expected integer class ids, shape (4,)")

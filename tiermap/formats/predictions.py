@@ -11,6 +11,8 @@ from tiermap.formats.base import SchemaError
 TEXT_FEATURES_FILE = "text_features.npz"
 
 EMBEDDINGS_FILE = "embeddings.npy"
+POINT_LABELS_FILE = "labels.npy"
+"""Per-point class ids (OSMa-Bench predictions) beside the prediction cloud."""
 
 POINT_CLOUD_SUFFIXES = (".pcd", ".ply")
 
@@ -144,3 +146,17 @@ def write_text_features(path: Path | str, texts: list[str], feats: np.ndarray) -
     buf = io.BytesIO()
     np.savez(buf, texts=np.asarray(texts, dtype=str), feats=np.asarray(feats, dtype=np.float32))
     return atomic.write_bytes(path, buf.getvalue())
+
+
+def read_point_labels(folder: Path | str) -> tuple[np.ndarray, np.ndarray]:
+    """A folder's prediction cloud and its labels.npy → (points (M, 3), integer class id per point (M,))."""
+    folder = Path(folder)
+    points = read_point_positions(find_prediction_cloud(folder))
+    path = folder / POINT_LABELS_FILE
+    try:
+        labels = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise SchemaError(path, "<file>", f"a numpy array of class ids ({type(err).__name__})") from None
+    if labels.shape != (len(points),) or not np.issubdtype(labels.dtype, np.integer):
+        raise SchemaError(path, "labels", f"integer class ids, shape ({len(points)},)", f"{labels.dtype} {labels.shape}")
+    return points, labels
