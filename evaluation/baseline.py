@@ -7,17 +7,20 @@ captions (the GT class names) it is an upper bound on that side, and reports say
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from evaluation.text_features import ClipEncoder, MiniLMEncoder, TextEncoder
-from tiermap import atomic
 from tiermap.extras import require
 from tiermap.formats.base import SchemaError, read_json
-from tiermap.formats.benchbot import BENCHBOT_RESULTS_FILE, read_benchbot_gt
+from tiermap.formats.benchbot import (
+    BENCHBOT_RESULTS_FILE,
+    BenchBotResults,
+    read_benchbot_gt,
+    write_benchbot_results,
+)
 from tiermap.formats.classes import read_class_map
 from tiermap.formats.openlex3d import read_prompt_list, read_query_mapping
 from tiermap.formats.predictions import (
@@ -193,7 +196,7 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
     write_method(info, out / METHOD_FILE)
     if gt_classes is not None and "ground_truth" in read_json(gt_classes):
         bb = benchbot_results(gt_classes, objects, points, ids, emb, enc)
-        atomic.write_text(out / BENCHBOT_RESULTS_FILE, json.dumps(bb, indent=1))
+        write_benchbot_results(BenchBotResults.model_validate(bb), out / BENCHBOT_RESULTS_FILE)
     texts: list[str] = read_prompt_list(prompt_list) if prompt_list else []
     for q in queries or []:
         m = read_query_mapping(q)

@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from tiermap.formats.base import Model, Vec3, read_model
+from tiermap.formats.base import Model, Vec3, read_model, write_model
 from tiermap.formats.scene import OBB
 
 BENCHBOT_RESULTS_FILE = "benchbot_results.json"
@@ -158,3 +158,8 @@ def read_benchbot_gt(path: Path | str) -> BenchBotGT:
 def read_benchbot_results(path: Path | str) -> BenchBotResults:
     """A BenchBot results file (object_map / object_map_with_states)."""
     return read_model(BenchBotResults, path)
+
+
+def write_benchbot_results(results: BenchBotResults, path: Path | str) -> Path:
+    """Write a BenchBot results file (a method's object map)."""
+    return write_model(results, path)
