@@ -14,9 +14,6 @@ from typing import Any
 
 from tiermap.formats.labelstudio import Ledger, LedgerEntry, LSSeat, SeatTasks
 
-FLAG_COLUMNS = ["key", "annotator", "kind", "detail"]
-
-
 @dataclass(frozen=True)
 class Flag:
     """One finding of a pull, for one task and annotator."""

@@ -8,20 +8,21 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.ledger import FLAG_COLUMNS, Flag, compare, ledger_tasks, seat_entries
+from annotation.ledger import Flag, compare, ledger_tasks, seat_entries
 from annotation.ls_client import Admin
 from annotation.project import admins
 from annotation.push import crop_tasks, read_tasks_record
-from tiermap import atomic
-from tiermap.formats.labels import LABELS_FILE, write_labels
+from tiermap.formats.labels import FLAGGED_COLUMNS, FLAGGED_FILE, LABELS_FILE, write_labels, write_table_csv
 from tiermap.formats.labelstudio import (
     LEDGER_FILE,
+    TAMPER_COLUMNS,
     TAMPER_FILE,
     Ledger,
     LedgerEntry,
     decode_ls_export,
     read_ledger,
     write_ledger,
+    write_raw_export,
     write_seat_users,
 )
 from tiermap.formats.layout import DatasetPaths
@@ -63,7 +64,7 @@ def _new_raw_path(ds: DatasetPaths, stamp: str, suffix: str) -> Path:
 def save_raw(ds: DatasetPaths, stamp: str, slug: str, export: bytes, users: list[dict[str, Any]]) -> Path:
     """Store a seat's export bytes as received (plus its user list) before any parsing."""
     path = _new_raw_path(ds, stamp, f"{slug}-export.json")
-    atomic.write_bytes(path, export)
+    write_raw_export(path, export)
     write_seat_users(path.with_name(path.name.replace("export.json", "users.json")), users)
     return path
 
@@ -122,9 +123,9 @@ def pull(ds: DatasetPaths, scenes: list[str], accept_changes: bool = False) -> d
     write_ledger(new_ledger, ledger_path(ds))
     labels, flagged = labels_from_ledger(ds, new_ledger, scenes)
     write_labels(ds.labels / LABELS_FILE, labels)
-    atomic.write_text(ds.labels / "flagged.csv", flagged.to_csv(index=False))
-    rows = pd.DataFrame([[f.key, f.annotator, f.kind, f.detail] for f in flags], columns=FLAG_COLUMNS)
-    atomic.write_text(tamper_report(ds), rows.sort_values(["key", "annotator", "kind"]).to_csv(index=False))
+    write_table_csv(ds.labels / FLAGGED_FILE, flagged, FLAGGED_COLUMNS)
+    rows = pd.DataFrame([[f.key, f.annotator, f.kind, f.detail] for f in flags], columns=TAMPER_COLUMNS)
+    write_table_csv(tamper_report(ds), rows.sort_values(["key", "annotator", "kind"]), TAMPER_COLUMNS)
     blocking = [f for f in flags if f.kind not in ("not pushed",)]
     if blocking and not accept_changes:
         raise TamperError(blocking, tamper_report(ds))

@@ -25,6 +25,7 @@ import pandas as pd
 
 from annotation.normalise import SEPARATORS, normalise_series
 from tiermap.formats.labels import (
+    FLAGGED_COLUMNS,
     LABEL_COLUMNS,
     PROVENANCE_COLUMNS,
     validate_labels_frame,
@@ -39,7 +40,6 @@ _HTML = re.compile(r"<\s*/?\s*[a-zA-Z!][^>]*>|&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _ALLOWED_SYMBOLS = frozenset("©®™°")
-FLAG_COLUMNS = [*LABEL_COLUMNS, "reason"]
 
 
 def _non_text(s: str) -> bool:
@@ -118,4 +118,4 @@ def tidy_export(tasks: list, source: Path | str = "<export>") -> tuple[pd.DataFr
     cols = [*LABEL_COLUMNS, *PROVENANCE_COLUMNS]
     flagged = df.loc[bad, list(LABEL_COLUMNS)].assign(reason=reason[bad].astype(object)).reset_index(drop=True)
     labels = df.loc[~bad, cols].drop_duplicates(["scene", "object_id", "annotator", "category", "label"])
-    return validate_labels_frame(labels, source), flagged[FLAG_COLUMNS]
+    return validate_labels_frame(labels, source), flagged[FLAGGED_COLUMNS]

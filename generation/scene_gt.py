@@ -6,8 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from generation.geometry import box_corners, sample_surface, scene_geometry
-from tiermap import atomic
-from tiermap.formats.base import dump_json, write_model
+from tiermap.formats.base import write_model
 from tiermap.formats.benchbot import (
     OBJECTS_FILE,
     BBEnvironment,
@@ -16,7 +15,7 @@ from tiermap.formats.benchbot import (
     BBObject,
     BenchBotGT,
 )
-from tiermap.formats.crops import VISIBILITY_FILE
+from tiermap.formats.crops import VISIBILITY_FILE, ObjectVisibility, write_visibility
 from tiermap.formats.openlex3d import GT_CLOUD_FILE, write_gt_cloud
 from tiermap.formats.scene import Scene, read_scene
 from tiermap.formats.sequence import open_sequence, read_instance
@@ -63,5 +62,5 @@ def build_scene_gt(scene_json: Path, reference_sequence: Path, out_dir: Path, de
     out_dir.mkdir(parents=True, exist_ok=True)
     write_gt_cloud(out_dir / GT_CLOUD, points, ids, colors)
     write_model(benchbot_gt(scene), out_dir / OBJECTS_FILE)
-    atomic.write_text(out_dir / VISIBILITY_FILE, dump_json({str(k): v for k, v in vis.items()}))
+    write_visibility(out_dir / VISIBILITY_FILE, {k: ObjectVisibility(**v) for k, v in vis.items()})
     return {"points": len(points), "objects": len(scene.objects), "visible": sum(v["frames"] > 0 for v in vis.values())}

@@ -248,3 +248,50 @@ def test_frame_readers_check_shape_and_dtype(tmp_path: Path) -> None:
         with pytest.raises(SchemaError) as err:
             reader(tmp_path / path)
         assert str(err.value).startswith(f"{tmp_path / path}: field '{field}'")
+
+
+def test_visibility_round_trip_and_bad_entry(tmp_path: Path) -> None:
+    from tiermap.formats.crops import ObjectVisibility, read_visibility, write_visibility
+
+    path = write_visibility(tmp_path / "visibility.json", {12: ObjectVisibility(pixels=40, frames=2), 3: ObjectVisibility(pixels=7, frames=0)})
+    assert list(json.loads(path.read_text())) == ["3", "12"]  # ids ascending, as strings
+    assert read_visibility(path) == {3: ObjectVisibility(pixels=7, frames=0), 12: ObjectVisibility(pixels=40, frames=2)}
+    write(path, {"3": {"pixels": -1, "frames": 0}})
+    with pytest.raises(SchemaError, match=r"visibility\.json.*3\.pixels"):
+        read_visibility(path)
+
+
+def test_report_tables_keep_their_columns(tmp_path: Path) -> None:
+    from tiermap.formats.labels import FLAGGED_COLUMNS, write_table_csv
+
+    df = pd.DataFrame([["s", 1, "a", "synonyms", "<b>", "<b>", "markup"]], columns=FLAGGED_COLUMNS)
+    path = write_table_csv(tmp_path / "flagged.csv", df, FLAGGED_COLUMNS)
+    assert pd.read_csv(path).columns.tolist() == FLAGGED_COLUMNS and pd.read_csv(path)["reason"].tolist() == ["markup"]
+    with pytest.raises(SchemaError, match=r"flagged\.csv.*<columns>"):
+        write_table_csv(tmp_path / "flagged.csv", df.drop(columns="reason"), FLAGGED_COLUMNS)
+    assert pd.read_csv(path)["reason"].tolist() == ["markup"]  # the refused write left the old file
+
+
+def test_dvc_artifact_added_once_keeping_comments(tmp_path: Path) -> None:
+    from tiermap.formats.params import add_dvc_artifact
+
+    path = tmp_path / "dvc.yaml"
+    path.write_text("# the pipeline\nstages:\n  a:\n    cmd: echo 'x'  # quoted\n")
+    entry = {"path": "datasets/d/gt", "type": "dataset"}
+    assert add_dvc_artifact(path, "d-gt", entry) is True
+    text = path.read_text()
+    assert "# the pipeline" in text and "echo 'x'  # quoted" in text and "d-gt:" in text
+    assert add_dvc_artifact(path, "d-gt", {"path": "elsewhere"}) is False and path.read_text() == text
+    path.write_text("stages: [unclosed\n")
+    with pytest.raises(SchemaError, match=r"dvc\.yaml.*<file>.*YAML"):
+        add_dvc_artifact(path, "d-gt", entry)
+
+
+def test_raw_export_kept_verbatim_even_when_malformed(tmp_path: Path) -> None:
+    from tiermap.formats.labelstudio import decode_ls_export, write_raw_export
+
+    raw = b'[{"id": 1, "data": '  # a truncated export
+    path = write_raw_export(tmp_path / "seat-export.json", raw)
+    assert path.read_bytes() == raw
+    with pytest.raises(SchemaError, match=r"seat-export\.json.*JSON list"):
+        decode_ls_export(path.read_bytes(), path)

@@ -14,6 +14,7 @@ from tiermap.app.stages import dvc, dvc_remotes
 from tiermap.formats.base import SchemaError
 from tiermap.formats.labels import LABELS_FILE, read_labels
 from tiermap.formats.layout import GT_READERS, DatasetPaths
+from tiermap.formats.params import DVC_FILE, add_dvc_artifact
 from tiermap.formats.openlex3d import (
     GT_CATEGORIES,
     GT_CATEGORIES_FILE,
@@ -153,25 +154,9 @@ def datasheet(m: ReleaseManifest, diff: ReleaseDiff, previous: str | None) -> st
 
 def ensure_artifact(repo: Path, ds: DatasetPaths) -> bool:
     """Declare the dataset's GT as a DVC artifact in dvc.yaml; True if dvc.yaml changed."""
-    from ruamel.yaml import YAML
-
-    y = YAML()
-    y.preserve_quotes = True
-    path = repo / "dvc.yaml"
-    data = y.load(path.read_text()) if path.is_file() else {}
-    arts = data.setdefault("artifacts", {})
-    name = artifact_name(ds.name)
-    if name in arts:
-        return False
-    arts[name] = {"path": ds.gt.resolve().relative_to(repo.resolve()).as_posix(), "type": "dataset",
-                  "desc": f"OpenLex3D / BenchBot ground truth of the {ds.name} dataset",
-                  "labels": ["ground-truth", "openlex3d", "benchbot"]}
-    import io
-
-    buf = io.StringIO()
-    y.dump(data, buf)
-    atomic.write_text(path, buf.getvalue())
-    return True
+    return add_dvc_artifact(repo / DVC_FILE, artifact_name(ds.name), {
+        "path": ds.gt.resolve().relative_to(repo.resolve()).as_posix(), "type": "dataset",
+        "desc": f"OpenLex3D / BenchBot ground truth of the {ds.name} dataset", "labels": ["ground-truth", "openlex3d", "benchbot"]})
 
 
 def check_ready(repo: Path, ds: DatasetPaths, version: str, remote: str | None) -> tuple[str, str | None]:
@@ -232,7 +217,7 @@ def release(version: str, ds: DatasetPaths, remote: str | None = None, today: st
     atomic.write_text(ds.release_notes, datasheet(m, diff, prev))
     write_release_manifest(m, ds.release_manifest)
     if ensure_artifact(repo, ds):
-        touched.append(repo / "dvc.yaml")
+        touched.append(repo / DVC_FILE)
     try:
         # Content-addressed and idempotent: an interrupted push is finished by running release again.
         dvc(["push", "-r", remote_name], repo, quiet=True)

@@ -10,7 +10,7 @@ from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
 from tiermap.formats.benchbot import OBJECTS_FILE
 from tiermap.formats.crops import VISIBILITY_FILE, CloseupIndex, CropIndex
-from tiermap.formats.labels import LABELS_FILE, read_labels, write_labels
+from tiermap.formats.labels import LABELS_FILE, SPELLING_COLUMNS, SPELLING_FILE, read_labels, write_labels, write_table_csv
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.openlex3d import (
     GT_CATEGORIES_FILE,
@@ -146,7 +146,7 @@ def make_aggregate(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
         for scene, gt in gts.items():
             (tmp / scene).mkdir()
             write_model(gt, tmp / scene / GT_CATEGORIES_FILE)
-        corrections.to_csv(tmp / "spelling_corrections.csv", index=False)
+        write_table_csv(tmp / SPELLING_FILE, corrections, SPELLING_COLUMNS)
     return {"scenes": len(gts), "objects": sum(len(g.dataset.samples) for g in gts.values()), "spelling corrections": len(corrections)}
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from tiermap import atomic
 from tiermap.formats.base import (
     Finite,
     Model,
@@ -13,6 +14,7 @@ from tiermap.formats.base import (
     PosInt,
     SchemaError,
     _pydantic_error,
+    dump_json,
     read_json,
     read_model,
     write_model,
@@ -53,6 +55,12 @@ def read_visibility(path: Path | str) -> dict[int, ObjectVisibility]:
             e = _pydantic_error(path, err)
             raise SchemaError(path, key if e.field == "<root>" else f"{key}.{e.field}", e.expected) from None
     return out
+
+
+def write_visibility(path: Path | str, visibility: dict[int, ObjectVisibility]) -> Path:
+    """Write visibility.json ({"<object id>": {pixels, frames}}, ids ascending) atomically."""
+    data = {str(k): ObjectVisibility.model_validate(v).model_dump() for k, v in sorted(visibility.items())}
+    return atomic.write_text(path, dump_json(data))
 
 
 PixelBox = Annotated[list[NonNegInt], Field(min_length=4, max_length=4)]

@@ -11,8 +11,14 @@ from tiermap.formats.base import SchemaError
 from tiermap.formats.openlex3d import CATEGORIES
 
 LABELS_FILE = "labels.parquet"
+FLAGGED_FILE = "flagged.csv"
+"""labels/flagged.csv: label pieces the pull rejected (markup, unknown task), with the reason."""
+SPELLING_FILE = "spelling_corrections.csv"
+"""aggregated/spelling_corrections.csv: every label the aggregation corrected, what to, and how often it was used."""
 
 LABEL_COLUMNS = {"scene": "str", "object_id": "int", "annotator": "str", "category": "str", "label": "str", "raw_label": "str"}
+FLAGGED_COLUMNS = [*LABEL_COLUMNS, "reason"]
+SPELLING_COLUMNS = ["label", "corrected", "uses", "rows"]
 PROVENANCE_COLUMNS = {"annotation_id": "int", "created_at": "str", "updated_at": "str"}
 """Which Label Studio annotation a label comes from and its timestamps (0 and "" for labels from no annotation)."""
 
@@ -71,3 +77,10 @@ def write_labels(path: Path | str, df: Any) -> Path:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return atomic.write_bytes(path, buf.getvalue())
+
+
+def write_table_csv(path: Path | str, df: Any, columns: list[str]) -> Path:
+    """Write a report table as CSV atomically, after checking it has exactly `columns` (in that order)."""
+    if list(df.columns) != list(columns):
+        raise SchemaError(path, "<columns>", f"columns {columns}", list(df.columns))
+    return atomic.write_text(path, df.to_csv(index=False))

@@ -27,6 +27,8 @@ from tiermap.formats.base import (
 )
 
 TAMPER_FILE = "tamper.csv"
+TAMPER_COLUMNS = ["key", "annotator", "kind", "detail"]
+"""labels/tamper.csv: one row per task and annotator the last pull flagged."""
 
 LEDGER_FILE = "ledger.json"
 
@@ -252,6 +254,11 @@ def write_ledger(ledger: Ledger, path: Path | str) -> Path:
 
 
 # ---------------------------------------------------------------- raw pulls and simulated annotators' passwords
+def write_raw_export(path: Path | str, raw: bytes) -> Path:
+    """A seat's export bytes exactly as received (never parsed first, so a bad export is still kept)."""
+    return atomic.write_bytes(path, raw)
+
+
 def decode_ls_export(raw: bytes, source: Path | str) -> list[dict[str, Any]]:
     """A seat's export bytes as received → the task dicts, validated as a Label Studio JSON export."""
     import json

@@ -9,6 +9,8 @@ from pydantic import Field, ValidationError
 from tiermap.formats.base import Model, PosInt, SchemaError, _pydantic_error
 
 PARAMS_FILE = "params.yaml"
+DVC_FILE = "dvc.yaml"
+"""The DVC pipeline file; tiermap only adds artifact declarations to it (comments and quoting kept)."""
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -126,3 +128,34 @@ def read_params(path: Path | str = PARAMS_FILE) -> tuple[Params, dict[str, Any]]
     except yaml.YAMLError as err:
         raise SchemaError(path, "<file>", f"valid YAML ({str(err).splitlines()[0]})") from None
     return check_params(data, path), data
+
+
+def add_dvc_artifact(path: Path | str, name: str, entry: dict[str, Any]) -> bool:
+    """Declare an artifact under `artifacts:` of dvc.yaml unless already declared; True if the file changed."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from tiermap import atomic
+
+    path = Path(path)
+    y = YAML()
+    y.preserve_quotes = True
+    try:
+        data = y.load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except YAMLError as err:
+        raise SchemaError(path, "<file>", f"YAML ({type(err).__name__})") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise SchemaError(path, "<root>", "a mapping (stages, artifacts, ...)", type(data).__name__)
+    arts = data.setdefault("artifacts", {})
+    if not isinstance(arts, dict):
+        raise SchemaError(path, "artifacts", "a mapping of artifact name to its declaration", type(arts).__name__)
+    if name in arts:
+        return False
+    arts[name] = entry
+    buf = io.StringIO()
+    y.dump(data, buf)
+    atomic.write_text(path, buf.getvalue())
+    return True
