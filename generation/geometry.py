@@ -19,6 +19,14 @@ def box_corners(obb: OBB) -> np.ndarray:
     return np.asarray(obb.center) + (_UNIT_CORNERS * np.asarray(obb.extent)) @ np.asarray(obb.R).T
 
 
+def scene_bounds(scene: Scene, margin: float = 0.1) -> list[list[float]]:
+    """World bounds [[x0, x1], [y0, y1], [z0, z1]] of every object box and room, widened by `margin` and rounded out to 0.1 m."""
+    pts = [box_corners(o.obb) for o in scene.objects] + [np.array([r.min, r.max], dtype=float) for r in scene.rooms]
+    p = np.concatenate(pts)
+    lo, hi = np.floor((p.min(0) - margin) * 10), np.ceil((p.max(0) + margin) * 10)
+    return [[float(a) / 10, float(b) / 10] for a, b in zip(lo, hi)]
+
+
 def face_uv(quads: np.ndarray, center: np.ndarray, R: np.ndarray) -> np.ndarray:
     """Texture coordinates (OpenGL: v up) of box faces (F, 4, 3) so the texture reads upright and unmirrored from outside."""
     face_c = quads.mean(1)
@@ -165,7 +173,7 @@ def ray_scene(geometry: list[ObjectGeometry]):  # type: ignore[no-untyped-def]
 
 
 def pixel_rays(camera: CameraParams) -> np.ndarray:
-    """Camera-axis ray directions (h, w, 3) through pixel centres, as the renderers cast them."""
+    """Camera-axis ray directions (h, w, 3) through pixel centres (integer coordinates, OpenCV), as the renderers cast them."""
     K = camera.K()
-    u, v = np.meshgrid(np.arange(camera.w) + 0.5, np.arange(camera.h) + 0.5)
+    u, v = np.meshgrid(np.arange(camera.w, dtype=float), np.arange(camera.h, dtype=float))
     return np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).astype(np.float32)

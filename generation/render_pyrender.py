@@ -66,7 +66,8 @@ class PyrenderRenderer(RaycastRenderer):
                 tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=(np.clip(g.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8))
                 mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[1.0, 1.0, 1.0, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
             self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}")
-        self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx, camera.cy, znear=0.05, zfar=50.0))
+        # OpenGL puts pixel u's centre at u + 0.5 where OpenCV (camera_params.json) puts it at u.
+        self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx + 0.5, camera.cy + 0.5, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}
         try:
             self.renderer = pyrender.OffscreenRenderer(camera.w, camera.h)

@@ -9,10 +9,11 @@ from tqdm import tqdm
 
 from generation.conditions import load_condition, resolve_lights
 from generation.coverage import View, plan_coverage, sequence_coverage
-from generation.geometry import ObjectGeometry, sample_surface, scene_geometry
+from generation.geometry import ObjectGeometry, sample_surface, scene_bounds, scene_geometry
 from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smooth
 from tiermap.atomic import atomic_dir
 from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.loaders import write_loader_configs
 from tiermap.formats.params import PARAMS_FILE
 from tiermap.formats.scene import Scene, read_scene
 from tiermap.formats.sequence import (
@@ -35,10 +36,14 @@ from tiermap.formats.sequence import (
 
 
 def camera_from_params(render: dict[str, Any]) -> CameraParams:
-    """Intrinsics from the render block (horizontal field of view in degrees, centred principal point)."""
+    """Intrinsics from the render block: horizontal field of view in degrees, centred principal point.
+
+    OpenCV convention, pixel centres at integer coordinates (as gradslam/ConceptGraphs, NICE-SLAM, Replica and
+    OSMa-Bench back-project): the image centre is ((w-1)/2, (h-1)/2).
+    """
     w, h = int(render["width"]), int(render["height"])
     f = (w / 2) / np.tan(np.radians(float(render.get("hfov_deg", 90))) / 2)
-    return CameraParams(w=w, h=h, fx=f, fy=f, cx=w / 2, cy=h / 2, depth_scale=float(render.get("depth_scale", 1000)))
+    return CameraParams(w=w, h=h, fx=f, fy=f, cx=(w - 1) / 2, cy=(h - 1) / 2, depth_scale=float(render.get("depth_scale", 1000)))
 
 
 def view_from_params(params: dict[str, Any]) -> View:
@@ -97,6 +102,14 @@ def make_renderer(name: str, geometry: list[ObjectGeometry], camera: CameraParam
     raise ValueError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
 
 
+def _input_folder(out_dir: Path) -> str:
+    """The sequence folder as NICE-SLAM's `data.input_folder`: relative to the working directory (DVC runs at the repo root)."""
+    try:
+        return Path(out_dir).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(out_dir).name
+
+
 def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], out_dir: Path, max_frames: int | None = None,
                     renderer_name: str | None = None) -> SequenceMeta:
     """Render the condition's sequence of a scene into out_dir (written to a temp folder, renamed at the end)."""
@@ -135,6 +148,7 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
             seen.update(u[c >= min_pixels].tolist())
         write_traj(tmp / TRAJ_FILE, poses)
         write_model(camera, tmp / CAMERA_FILE)
+        write_loader_configs(tmp, camera, scene_bounds(scene), _input_folder(out_dir))
         traj = params["trajectory"]
         meta = SequenceMeta(
             scene=scene.name, condition=condition, lights=lights,

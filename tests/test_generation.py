@@ -1,6 +1,7 @@
 """Generation pieces: deterministic scenes, trajectories and their failures, renderers, habitat mappings."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,36 @@ def test_box_textures_read_upright_and_unmirrored_from_outside() -> None:
             assert np.dot(np.cross(du, dv), n) > 0  # seen from outside: u to the right of v, not mirrored
             if abs(n[2]) / np.linalg.norm(n) < 0.99:
                 assert dv[2] >= -1e-9  # side faces: the texture's top is up
+
+
+RENDER_ONCE = """
+import sys, yaml
+import os
+from pathlib import Path
+from generation.sequence import render_sequence
+p = yaml.safe_load(Path(sys.argv[1]).read_text())
+render_sequence(Path(sys.argv[2]), sys.argv[3], p, Path(sys.argv[4]), max_frames=12)
+"""
+
+
+@pytest.mark.parametrize("condition", ["camera_light", "dynamic_lights"])
+def test_rerender_is_byte_identical(tmp_path: Path, condition: str) -> None:
+    """Two renders of one scene and condition, in processes that differ in hash seed, llvmpipe threads and SIMD width."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    write_model(generate_scene("room0", 7, ["living room", "office"]), tmp_path / "scene.json")
+    p = small_params([condition])
+    p["render"].update(width=160, height=120)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    envs = [{"PYTHONHASHSEED": "1", "LP_NUM_THREADS": "2"}, {"PYTHONHASHSEED": "2", "LP_NUM_THREADS": "1", "LP_NATIVE_VECTOR_WIDTH": "128"}]
+    for k, env in enumerate(envs):  # the same output path both times (nice_slam.yaml names it)
+        subprocess.run([sys.executable, "-c", RENDER_ONCE, str(tmp_path / "params.yaml"), str(tmp_path / "scene.json"), condition,
+                        str(tmp_path / "out" / condition)], check=True, cwd=tmp_path, env={**os.environ, **env}, capture_output=True)
+        (tmp_path / "out").rename(tmp_path / f"run{k}")
+    a, b = (sorted(p.relative_to(tmp_path / f"run{k}") for p in (tmp_path / f"run{k}").rglob("*") if p.is_file()) for k in (0, 1))
+    assert a == b and len([f for f in a if f.suffix == ".jpg"]) == 12
+    differ = [str(f) for f in a if (tmp_path / "run0" / f).read_bytes() != (tmp_path / "run1" / f).read_bytes()]
+    assert not differ

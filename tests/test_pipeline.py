@@ -55,7 +55,7 @@ def backproject(s: Path, i: int) -> tuple[np.ndarray, np.ndarray]:
     pose = read_traj(s / "traj.txt")[i]
     v, u = np.nonzero(depth > 0)
     z = depth[v, u]
-    pc = np.stack([(u + 0.5 - cam.cx) / cam.fx * z, (v + 0.5 - cam.cy) / cam.fy * z, z], 1)
+    pc = np.stack([(u - cam.cx) / cam.fx * z, (v - cam.cy) / cam.fy * z, z], 1)  # integer pixel centres (OpenCV)
     return pc @ pose[:3, :3].T + pose[:3, 3], ids[v, u]
 
 
@@ -95,8 +95,8 @@ def test_backprojection_matches_gt_cloud(built_repo: Path) -> None:
     T1 = read_traj(s / "traj.txt")[1]
     pc = (p0 - T1[:3, 3]) @ T1[:3, :3]
     front = pc[:, 2] > 0.1
-    u = np.floor(pc[front, 0] / pc[front, 2] * cam.fx + cam.cx).astype(int)
-    v = np.floor(pc[front, 1] / pc[front, 2] * cam.fy + cam.cy).astype(int)
+    u = np.rint(pc[front, 0] / pc[front, 2] * cam.fx + cam.cx).astype(int)
+    v = np.rint(pc[front, 1] / pc[front, 2] * cam.fy + cam.cy).astype(int)
     inside = (u >= 0) & (u < cam.w) & (v >= 0) & (v < cam.h)
     depth1 = np.asarray(Image.open(s / "results/depth000001.png"), dtype=float) / cam.depth_scale
     ids1 = np.asarray(Image.open(s / "instance/000001.png")).astype(int)
