@@ -42,7 +42,7 @@ def results(folder: Path) -> dict:
 
 def test_baseline_writes_the_official_layout_with_oracle_captions(scored: dict[str, Path]) -> None:
     pred = scored["tmp"] / "pred" / "baseline" / "room0"
-    for name in ("point_cloud.ply", "embeddings.npy", "index.npy", "text_features.npz", "benchbot_results.json"):
+    for name in ("point_cloud.pcd", "embeddings.npy", "index.npy", "text_features.npz", "benchbot_results.json"):
         assert (pred / name).stat().st_size > 0
     classes = {o["id"]: o["class"] for o in json.loads((scored["gt"] / "objects.json").read_text())["ground_truth"]["objects"]}
     captions = json.loads((pred / "captions.json").read_text())

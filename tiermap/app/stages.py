@@ -14,10 +14,14 @@ from tiermap.formats.labels import LABELS_FILE, SPELLING_COLUMNS, SPELLING_FILE,
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.openlex3d import (
     GT_CATEGORIES_FILE,
+    PREPARED_SEMANTICS_DIR,
     PROMPT_LIST_FILE,
+    prepared_semantics_file,
     query_mapping_file,
     read_gt_categories,
     read_gt_cloud,
+    read_gt_cloud_colors,
+    write_prepared_semantics,
     write_prompt_list,
 )
 from tiermap.formats.params import PARAMS_FILE, read_params
@@ -172,6 +176,8 @@ def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
                 write_model(mapping, out / query_mapping_file(level))
             for name in (GT_CLOUD, OBJECTS_FILE, VISIBILITY_FILE):
                 shutil.copy2(src / name, out / name)
+            (tmp / PREPARED_SEMANTICS_DIR).mkdir(exist_ok=True)
+            write_prepared_semantics(tmp / prepared_semantics_file(scene), points, ids, read_gt_cloud_colors(src / GT_CLOUD))
             gts.append(gt)
             counts["scenes"] += 1
             counts["objects"] += len(gt.dataset.samples)

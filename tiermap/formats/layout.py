@@ -6,6 +6,7 @@ from pathlib import Path
 from tiermap.formats.benchbot import OBJECTS_FILE, read_benchbot_gt
 from tiermap.formats.openlex3d import (
     GT_CATEGORIES_FILE,
+    PREPARED_SEMANTICS_DIR,
     PROMPT_LIST_FILE,
     QUERY_LEVELS,
     query_mapping_file,
@@ -62,10 +63,10 @@ class DatasetPaths:
         return self.dir / RELEASE_FILE
 
     def gt_scenes(self) -> list[str]:
-        """Scenes that have a GT folder."""
+        """Scenes that have a GT folder (prepared_semantics/ holds every scene's ScanNet++-style copy, not a scene)."""
         if not self.gt.is_dir():
             return []
-        return sorted(p.name for p in self.gt.iterdir() if p.is_dir())
+        return sorted(p.name for p in self.gt.iterdir() if p.is_dir() and p.name != PREPARED_SEMANTICS_DIR)
 
 
 GT_READERS = {

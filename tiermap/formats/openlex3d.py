@@ -11,6 +11,8 @@ from tiermap import atomic
 from tiermap.formats.base import Model, SchemaError, read_model
 
 GT_CLOUD_FILE = "gt_cloud.ply"
+PREPARED_SEMANTICS_DIR = "prepared_semantics"
+"""gt/prepared_semantics/<scene>.pth: the GT cloud in ScanNet++'s prepared layout, which the official loaders read."""
 
 PROMPT_LIST_FILE = "prompt_list.txt"
 
@@ -179,3 +181,37 @@ def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple
     if not np.isfinite(points).all():
         raise SchemaError(path, "points", "finite coordinates (found NaN/inf)")
     return points, np.asarray(ids, dtype=np.int64)
+
+
+def read_gt_cloud_colors(path: Path | str) -> np.ndarray:
+    """uint8 RGB (N, 3) of a GT cloud PLY (grey where it has none)."""
+    from plyfile import PlyData
+
+    v = PlyData.read(str(path))["vertex"]
+    if not {"red", "green", "blue"} <= set(v.data.dtype.names):
+        return np.full((len(v.data), 3), 128, np.uint8)
+    return np.stack([v["red"], v["green"], v["blue"]], axis=1).astype(np.uint8)
+
+
+def prepared_semantics_file(scene: str) -> str:
+    """Where a scene's ScanNet++-style GT lies under gt/."""
+    return f"{PREPARED_SEMANTICS_DIR}/{scene}.pth"
+
+
+def write_prepared_semantics(path: Path | str, points: np.ndarray, ids: np.ndarray, colors: np.ndarray) -> Path:
+    """The GT cloud as ScanNet++'s prepared_semantics/<scene>.pth, read by OpenLex3D's unmodified `scannetpp` loaders.
+
+    A torch-saved dict of numpy arrays: sampled_coords (N, 3) float64 (the PLY's float32 values), sampled_colors (N, 3)
+    float64 in 0..1, sampled_instance_anno_id (N,) int64. Saved through a buffer so the archive name, and the bytes, do
+    not depend on the file name.
+    """
+    import io
+
+    import torch
+
+    points, ids, colors = np.asarray(points, np.float64), np.asarray(ids, np.int64), np.asarray(colors)
+    if points.ndim != 2 or points.shape[1] != 3 or ids.shape != (len(points),) or colors.shape != points.shape:
+        raise SchemaError(path, "sampled_coords", "points (N, 3) with one id and one RGB colour each", (points.shape, ids.shape, colors.shape))
+    buf = io.BytesIO()
+    torch.save({"sampled_coords": points, "sampled_colors": colors.astype(np.float64) / 255.0, "sampled_instance_anno_id": ids}, buf)
+    return atomic.write_bytes(path, buf.getvalue())

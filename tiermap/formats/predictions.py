@@ -15,6 +15,9 @@ POINT_LABELS_FILE = "labels.npy"
 """Per-point class ids (OSMa-Bench predictions) beside the prediction cloud."""
 
 POINT_CLOUD_SUFFIXES = (".pcd", ".ply")
+PREDICTION_CLOUD_FILE = "point_cloud.pcd"
+"""The name both official evaluations read: queries take exactly point_cloud.pcd (or input.ply), segmentation any *.pcd."""
+POINT_INDEX_FILE = "index.npy"
 
 
 def read_point_positions(path: Path | str) -> np.ndarray:
@@ -38,7 +41,7 @@ def find_prediction_cloud(folder: Path | str) -> Path:
     folder = Path(folder)
     if not folder.is_dir():
         raise SchemaError(folder, "<folder>", "an existing predictions folder (point_cloud.pcd|ply, embeddings.npy, index.npy)")
-    for name in ("point_cloud.pcd", "point_cloud.ply", "input.ply"):
+    for name in (PREDICTION_CLOUD_FILE, "point_cloud.ply", "input.ply"):
         if (folder / name).is_file():
             return folder / name
     found = sorted(p for p in folder.iterdir() if p.suffix in POINT_CLOUD_SUFFIXES)
@@ -71,16 +74,16 @@ def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predi
     folder = Path(folder)
     cloud = find_prediction_cloud(folder)
     points = read_point_positions(cloud)
-    for name in (EMBEDDINGS_FILE, "index.npy"):
+    for name in (EMBEDDINGS_FILE, POINT_INDEX_FILE):
         if not (folder / name).is_file():
             raise SchemaError(folder / name, "<file>", "an existing file (official OpenLex3D predictions layout)")
     try:
         emb = np.load(folder / EMBEDDINGS_FILE, allow_pickle=False)
-        index = np.load(folder / "index.npy", allow_pickle=False)
+        index = np.load(folder / POINT_INDEX_FILE, allow_pickle=False)
     except ValueError as err:
         raise SchemaError(folder, "embeddings.npy/index.npy", f"plain numpy arrays ({err})") from None
     check_features(folder / EMBEDDINGS_FILE, "embeddings", emb)
-    ipath = folder / "index.npy"
+    ipath = folder / POINT_INDEX_FILE
     if index.ndim != 1 or index.shape[0] != len(points):
         raise SchemaError(ipath, "index", f"shape ({len(points)},), one row per point of {cloud.name}", index.shape)
     if not np.issubdtype(index.dtype, np.integer):
@@ -97,23 +100,22 @@ def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predi
 
 def write_predictions(folder: Path | str, points: np.ndarray, embeddings: np.ndarray, index: np.ndarray,
                       colors: np.ndarray | None = None) -> Path:
-    """Write predictions in the official layout (binary PLY point_cloud.ply, embeddings.npy, index.npy) atomically."""
-    import io
-
-    from plyfile import PlyData, PlyElement
+    """Write predictions in the official layout (binary PCD point_cloud.pcd, embeddings.npy, index.npy) atomically."""
+    import open3d as o3d
 
     folder = Path(folder)
-    points = np.asarray(points, dtype=np.float32)
-    colors = np.full((len(points), 3), 128, np.uint8) if colors is None else np.asarray(colors, np.uint8)
-    arr = np.empty(len(points), dtype=[("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")])
-    arr["x"], arr["y"], arr["z"] = points.T
-    arr["red"], arr["green"], arr["blue"] = colors.T
+    points = np.ascontiguousarray(points, dtype=np.float32)
+    colors = np.full((len(points), 3), 128, np.uint8) if colors is None else np.ascontiguousarray(colors, np.uint8)
+    if points.ndim != 2 or points.shape[1] != 3 or colors.shape != points.shape:
+        raise SchemaError(folder / PREDICTION_CLOUD_FILE, "positions", "points (N, 3) with one RGB colour each", (points.shape, colors.shape))
+    pc = o3d.t.geometry.PointCloud()
+    pc.point.positions = o3d.core.Tensor(points)
+    pc.point.colors = o3d.core.Tensor(colors)
     with atomic.atomic_dir(folder) as tmp:
-        buf = io.BytesIO()
-        PlyData([PlyElement.describe(arr, "vertex")]).write(buf)
-        (tmp / "point_cloud.ply").write_bytes(buf.getvalue())
+        if not o3d.t.io.write_point_cloud(str(tmp / PREDICTION_CLOUD_FILE), pc, write_ascii=False, compressed=False):
+            raise OSError(f"{tmp / PREDICTION_CLOUD_FILE}: open3d could not write the point cloud")
         np.save(tmp / EMBEDDINGS_FILE, np.asarray(embeddings, dtype=np.float32))
-        np.save(tmp / "index.npy", np.asarray(index, dtype=np.int64))
+        np.save(tmp / POINT_INDEX_FILE, np.asarray(index, dtype=np.int64))
     return folder
 
 
