@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -208,7 +207,7 @@ def test_extra_plots(tmp_path: Path) -> None:
     assert "frequency.png" not in out
 
 
-def test_topdown_subsamples_deterministically_and_fast(tmp_path: Path) -> None:
+def test_topdown_subsamples_deterministically(tmp_path: Path) -> None:
     idx = plots._subsample(300_000)
     assert len(idx) == 200_000 and len(np.unique(idx)) == 200_000 and idx.max() < 300_000
     assert np.array_equal(idx, plots._subsample(300_000))
@@ -217,9 +216,7 @@ def test_topdown_subsamples_deterministically_and_fast(tmp_path: Path) -> None:
     pts = rng.random((300_000, 3)) * [6.0, 4.0, 2.5]
     names = np.array([*CATEGORIES, "none"])
     cat = names[(pts[:, 0] // 1).astype(int)]
-    t0 = time.perf_counter()
-    first = plots.plot_topdown_categories(pts, cat, tmp_path / "a.png", title="room0")
-    assert time.perf_counter() - t0 < 6.0
+    first = plots.plot_topdown_categories(pts, cat, tmp_path / "a.png", title="room0")  # its speed: bench/bench_eval.py
     second = plots.plot_topdown_categories(pts, cat, tmp_path / "b.png", title="room0")
     assert first.read_bytes() == second.read_bytes()
     assert has_colour(first, GREEN) and has_colour(first, RED)

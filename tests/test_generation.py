@@ -64,7 +64,9 @@ def test_pose_sampling_speeds() -> None:
     assert len(fast) == 21
     R = poses[0, :3, :3]
     np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-9)
-    assert R[2, 2] > 0.9 or poses[0, 0, 2] > 0.9  # camera z (forward) points along +x, the path direction
+    # OpenCV camera axes in the world: z (forward) along +x, the path direction, pitched 0.25 rad down; x (right) is -y
+    np.testing.assert_allclose(R[:, 2], [np.cos(0.25), 0.0, -np.sin(0.25)], atol=1e-9)
+    np.testing.assert_allclose(R[:, 0], [0.0, -1.0, 0.0], atol=1e-9)
 
 
 def test_no_free_space_and_no_path_are_clear() -> None:

@@ -117,6 +117,14 @@ def test_scene_gt_files(built_repo: Path) -> None:
     l0 = read_query_mapping(gt / "room0/gt_categories_query_to_object_mapping_l0.json").level0
     assert "wall" not in l0 and "floor" not in l0  # excluded labels never become queries
     assert json.loads((built_repo / "datasets/demo/validation.json").read_text())["success"] is True
+    # the official scannetpp loader's view of the GT (tests/test_official_layout.py) is the GT cloud, point for point
+    import torch
+
+    data = torch.load(str(gt / "prepared_semantics/room0.pth"), weights_only=False)
+    points, ids = read_gt_cloud(gt / "room0/gt_cloud.ply")
+    assert np.array_equal(data["sampled_coords"], points) and np.array_equal(data["sampled_instance_anno_id"], ids)
+    seq_dir = seq(built_repo, "baseline")
+    assert yaml.safe_load((seq_dir / "dataconfig.yaml").read_text())["camera_params"]["cx"] == read_camera(seq_dir / "camera_params.json").cx
 
 
 def stages_run(out: str) -> set[str]:
