@@ -142,7 +142,7 @@ def _check_precision(precision: str) -> None:
 
 
 def _padded(quality: np.ndarray, n: int, official: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(cost, quality) n×n tables, padding quality 0; official mode keeps eval_omq's `ones(float32) -= q` round trip."""
+    """(cost, quality) n×n tables, padding quality 0; official: eval_omq's `ones(float32) -= q` round trip."""
     g, p = quality.shape
     if official:
         cost = np.ones((n, n), dtype=np.float32)

@@ -358,7 +358,7 @@ def official_sslam(gt: list[dict[str, Any]], gt_ids: list[int], props: list[dict
             fps.append(c)
     for k in ("spatial", "label"):
         q[k][q["overall"] == 0] = 0.0
-    tot = {k: 0.0 + float(np.sum(t[rows, cols])) for k, t in q.items()}
+    tot = {k: float(np.sum(t[rows, cols])) for k, t in q.items()}
     fp_cost = 0.0 + np.sum([np.max(props[c]["label_probs"][:-1]) for c in fps])
     den = tp + fp_cost + fn
     scores = {"OMQ": tot["overall"] / den if den > 0 else 0.0,
@@ -371,14 +371,15 @@ def official_sslam(gt: list[dict[str, Any]], gt_ids: list[int], props: list[dict
 def test_touching_boxes_default_is_the_official_number(tmp_path: Path) -> None:
     # Chair [0,1]³ vs P1 {chair .9, bg .1} at x ∈ [1 − 2^-50, 2 − 2^-50]: they touch up to rounding (all corners
     # exact binary fractions). IoU = 2^-50 / (2 − 2^-50), Q = sqrt(.9·IoU) ≈ .67·2^-25 < 2^-25, so the official
-    # float32(1 − Q) is 1: no match → FN + FP of cost .9. Cup [3,4]×[0,1]² vs P2 {cup .54} on [3,5]×[0,1]²: IoU .5, TP.
+    # float32(1 − Q) is 1: no match → FN + FP of cost .9.
+    # Cup [3,4]×[0,1]² vs P2 {cup .54} on [3,5]×[0,1]²: IoU .5, a TP either way.
     d = 2.0 ** -50
     gts = [gt_obj("chair"), gt_obj("cup", shifted(3))]
     props = [prop({"chair": 0.9, "background": 0.1}, ((1 - d, 0, 0), (2 - d, 1, 1))),
              prop({"cup": 0.54, "background": 0.46}, shifted(3, 2.0))]
     space = omq.ClassSpace([CLASSES], SYNONYMS)
-    ref = official_sslam(gts, [space.ids["chair"], space.ids["cup"]],
-                         [dict(o, label_probs=[o["label_probs"][CLASSES.index(c)] for c in space.names]) for o in props])
+    internal = [dict(o, label_probs=[o["label_probs"][CLASSES.index(c)] for c in space.names]) for o in props]
+    ref = official_sslam(gts, [space.ids["chair"], space.ids["cup"]], internal)
     assert (ref["TP"], ref["FN"], ref["FP"]) == (1, 1, 1)
     assert ref["scores"]["avg_label"] == float(np.float32(1) - (np.float32(1) - np.float32(0.54)))
     f = score(tmp_path, gts, props)
