@@ -246,13 +246,13 @@ def eval_omq(
     ground_truth: Annotated[list[Path], typer.Option("--ground-truth", help="BenchBot GT JSON file(s) (two for scene change detection).")],
     results: Annotated[list[Path], typer.Option("--results", help="BenchBot results JSON file(s), one per environment.")],
     out: OutOpt,
-    exact_float32: Annotated[bool, typer.Option("--exact-float32", help="Reproduce the official float32 cost tables bit for bit.")] = False,
+    precision: Annotated[str, typer.Option("--precision", help="float32: the official number, its float32 cost tables bit for bit; float64: exact qualities (a pair touching up to rounding stays a TP).")] = "float32",
     method: MethodOpt = None,
 ) -> None:
     """BenchBot Object Map Quality (semantic SLAM and scene change detection)."""
     from evaluation.omq import score_omq
 
-    result = _run(score_omq, ground_truth, results, exact_float32=exact_float32)
+    result = _run(score_omq, ground_truth, results, precision=precision)
     result["method"] = method or results[0].stem
     _report(out, result)
 

@@ -1,4 +1,9 @@
-"""OMQ (Object Map Quality), BenchBot's object-map score, number for number as benchbot-addons/eval_omq."""
+"""OMQ (Object Map Quality), BenchBot's object-map score, number for number as benchbot-addons/eval_omq.
+
+`precision="float32"` (the default) is the official number: eval_omq keeps label/state qualities and its cost tables in
+float32, so every quality becomes 1 - float32(1 - q) and one below ~3e-8 (boxes that touch up to rounding) is no match.
+`precision="float64"` keeps the exact qualities: within ~1e-7 of the official elsewhere, but such a pair is a TP.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +22,8 @@ from tiermap.formats.benchbot import (
 )
 
 SCD_FORMAT = "object_map_with_states"
+PRECISIONS = ("float32", "float64")
+"""float32: the official eval_omq arithmetic (default); float64: exact qualities."""
 ARRAYS = "<omq_map arrays>"
 STATE_IDS = {"added": 0, "removed": 1}
 """GT change states as indices into state_probs = [added, removed, unchanged] (eval_omq `_STATE_IDS`)."""
@@ -128,10 +135,16 @@ class MapEval:
     FN: int
 
 
-def _padded(quality: np.ndarray, n: int, exact_float32: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(cost, quality) n×n tables, padding quality 0; float32 mode keeps eval_omq's `ones(float32) -= q` round trip."""
+def _check_precision(precision: str) -> None:
+    """SchemaError unless precision is one of PRECISIONS."""
+    if precision not in PRECISIONS:
+        raise SchemaError("<omq>", "precision", "float32 (the official arithmetic) or float64", precision)
+
+
+def _padded(quality: np.ndarray, n: int, official: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(cost, quality) n×n tables, padding quality 0; official: eval_omq's `ones(float32) -= q` round trip."""
     g, p = quality.shape
-    if exact_float32:
+    if official:
         cost = np.ones((n, n), dtype=np.float32)
         cost[:g, :p] -= quality
         return cost, np.float32(1) - cost
@@ -151,8 +164,10 @@ def _rows(field: str, a: np.ndarray | list[Any] | None, rows: int, cols: int) ->
 def omq_map(gt_centroids: np.ndarray, gt_extents: np.ndarray, gt_class_ids: np.ndarray,
             prop_centroids: np.ndarray, prop_extents: np.ndarray, prop_label_probs: np.ndarray, *,
             gt_isgroup: np.ndarray | None = None, gt_state_ids: np.ndarray | None = None,
-            prop_state_probs: np.ndarray | None = None, exact_float32: bool = False) -> MapEval:
+            prop_state_probs: np.ndarray | None = None, precision: str = "float32") -> MapEval:
     """Evaluate one map from sanitised distributions (background last); SCD when gt_state_ids is given."""
+    _check_precision(precision)
+    official = precision == "float32"
     ids = np.asarray(gt_class_ids, dtype=np.int64).reshape(-1)
     labels = np.asarray(prop_label_probs, dtype=np.float64)
     if labels.ndim != 2 or labels.shape[1] == 0:
@@ -178,17 +193,17 @@ def omq_map(gt_centroids: np.ndarray, gt_extents: np.ndarray, gt_class_ids: np.n
     spatial = box_iou(gt_c, gt_e, pr_c, pr_e)
     label = labels[:, ids].T
     state = states[:, state_ids].T if scd else None
-    if exact_float32:
+    if official:
         # eval_omq `_calc_label_qual` / `_calc_state_change_qual` cast to float32
         label = label.astype(np.float32)
         state = state.astype(np.float32) if scd else None
     quality = pairwise_quality(label, spatial, state)
 
     n = max(g, p)
-    cost, q_tab = _padded(quality, n, exact_float32)
-    _, s_tab = _padded(spatial, n, exact_float32)
-    _, l_tab = _padded(label, n, exact_float32)
-    t_tab = _padded(state, n, exact_float32)[1] if scd else np.zeros_like(q_tab)
+    cost, q_tab = _padded(quality, n, official)
+    _, s_tab = _padded(spatial, n, official)
+    _, l_tab = _padded(label, n, official)
+    t_tab = _padded(state, n, official)[1] if scd else np.zeros_like(q_tab)
     rows, cols = linear_sum_assignment(cost)
 
     q = q_tab[rows, cols]
@@ -280,7 +295,7 @@ def _gt_class_ids(gt: _GT, space: ClassSpace) -> np.ndarray:
 
 
 def _evaluate_file(res: BenchBotResults, gts: list[_GT], path: Path | str = "<results>",
-                  exact_float32: bool = False) -> dict[str, Any]:
+                   precision: str = "float32") -> dict[str, Any]:
     """Score one results file against its GT file(s) (two for SCD, in environment_details order)."""
     scd = res.task_details.results_format == SCD_FORMAT
     # the official builds the class space from every GT passed, but takes synonyms from the first only
@@ -310,14 +325,15 @@ def _evaluate_file(res: BenchBotResults, gts: list[_GT], path: Path | str = "<re
             states = sanitise_probs(states)
     ev = omq_map(gt_c, gt_e, gt_ids, np.array([o.centroid for o in props]).reshape(-1, 3),
                  np.array([o.extent for o in props]).reshape(-1, 3), labels, gt_isgroup=isgroup,
-                 gt_state_ids=state_ids, prop_state_probs=states, exact_float32=exact_float32)
+                 gt_state_ids=state_ids, prop_state_probs=states, precision=precision)
     return {"file": str(path), "environments": [f"{e.name}:{e.variant}" for e in res.environment_details],
             "task": "scd" if scd else "sslam", "scores": map_scores(ev, scd),
             "TP": ev.TP, "FP": ev.FP, "FN": ev.FN, "fp_cost": ev.fp_cost}
 
 
-def score_omq(ground_truths: list[Path], results: list[Path], *, exact_float32: bool = False) -> dict[str, Any]:
+def score_omq(ground_truths: list[Path], results: list[Path], *, precision: str = "float32") -> dict[str, Any]:
     """OMQ of BenchBot results files against BenchBot GT files, matched by environment name:variant; mean over files."""
+    _check_precision(precision)
     if not results:
         raise SchemaError("<results>", "results", "at least one results file")
     gts: dict[str, _GT] = {}
@@ -338,5 +354,6 @@ def score_omq(ground_truths: list[Path], results: list[Path], *, exact_float32: 
         if missing:
             raise SchemaError(p, "environment_details", f"environments with a ground truth among the given files "
                               f"({', '.join(sorted(gts)) or 'none'})", missing[0])
-        per_file.append(_evaluate_file(res, [gts[e] for e in envs], p, exact_float32))
-    return {"kind": "omq", "scores": combine([f["scores"] for f in per_file]), "per_file": per_file}
+        per_file.append(_evaluate_file(res, [gts[e] for e in envs], p, precision))
+    return {"kind": "omq", "precision": precision, "scores": combine([f["scores"] for f in per_file]),
+            "per_file": per_file}

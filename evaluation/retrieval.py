@@ -10,8 +10,12 @@ is an FP that stays unvisited (it can still be another GT's TP); min-max confide
 entries without an aligned mask dropped (fewer than k predictions); query object ids absent from the GT cloud
 skipped, and counted in `skipped_gt_objects` (`skip_missing_objects=False` raises instead).
 
-Ties: the official top-k and rank use `np.argsort` (quicksort, not stable); the same call is made here on the
-same values, so exactly equal confidences order as they do there. AP does not depend on tie order.
+Confidences, top-k sets and ranks are the official ones bit for bit (`evaluation.query_confidence`): the same torch
+float32 cosine values, and where confidences tie, the same `np.argsort` call on the same column (not stable; its order
+for equal values is fixed for a given numpy build and CPU). Tie order matters: it decides which of several equally
+confident instances enter the top k and which of them a GT takes first (a visited prediction cannot be another GT's
+TP), so AP and ranks depend on it; only the PR curve itself does not (one point per unique score). What can still
+differ is the mask alignment near its threshold (FAISS float32 distances; see `evaluation.alignment`).
 """
 from __future__ import annotations
 
@@ -33,7 +37,6 @@ OVERLAP_THRESHOLDS = np.append(np.arange(0.5, 0.95, 0.05), 0.25)
 METRICS = ("ap", "rank")
 CRITERIA = ("top_k", "clip_threshold")
 _EMPTY = np.zeros(0, np.int64)
-_SIM_CHUNK = 1 << 22  # similarity-matrix entries computed at once
 
 
 @dataclass
@@ -91,52 +94,13 @@ def _option(ok: bool, field: str, expected: str, got: Any) -> None:
         raise SchemaError("<evaluate_retrieval>", field, expected, got)
 
 
-# ---------------------------------------------------------------- confidences and predicted instances
-def _cosine(emb: np.ndarray, text: np.ndarray) -> np.ndarray:
-    """Cosine similarity (n_inst, n_q) as torch.nn.functional.cosine_similarity: rows divided by max(norm, 1e-8)."""
-    dtype = np.result_type(emb.dtype, text.dtype)
-    return (arrays.unit_rows(emb.astype(dtype, copy=False)) @ arrays.unit_rows(text.astype(dtype, copy=False)).T).astype(np.float64)
-
-
-def _predictions(emb: np.ndarray, text: np.ndarray, aligned: np.ndarray, criteria: str, top_k: int,
-                 clip_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Predicted instances (query, instance, confidence, rank) in the official creation order."""
-    n_inst, n_q = emb.shape[0], text.shape[0]
-    step = max(1, _SIM_CHUNK // n_inst)
-    parts: list[tuple[np.ndarray, ...]] = []
-    for q0 in range(0, n_q, step):
-        s = (_cosine(emb, text[q0:q0 + step]) + 1) / 2.0
-        # compute_normalized_cosine_similarities: min-max per query over ALL embedding rows, aligned or not.
-        lo, hi = s.min(axis=0, keepdims=True), s.max(axis=0, keepdims=True)
-        s = (s - lo) / np.maximum(hi - lo, 1e-8)
-        order = np.argsort(-s, axis=0)
-        cols = np.arange(s.shape[1])
-        if criteria == "top_k":
-            sel = order[:top_k].T  # (queries, k): query-major, then descending confidence
-            q = np.repeat(cols, sel.shape[1])
-            i = sel.ravel()
-            rank = np.tile(np.arange(1, sel.shape[1] + 1), len(cols))
-        else:
-            ranks = np.empty_like(order)
-            np.put_along_axis(ranks, order, np.arange(1, n_inst + 1)[:, None], axis=0)
-            i, q = np.nonzero(s > clip_threshold)
-            rank = ranks[i, q]
-        keep = aligned[i]
-        parts.append((q[keep] + q0, i[keep], s[i[keep], q[keep]], rank[keep]))
-    if not parts:
-        return _EMPTY, _EMPTY, np.zeros(0), _EMPTY
-    q, i, conf, rank = (np.concatenate(p) for p in zip(*parts))
-    if criteria == "clip_threshold":  # create_pred_instances_clip_thresh loops instances, then queries
-        order = np.lexsort((q, i))
-        q, i, conf, rank = q[order], i[order], conf[order], rank[order]
-    return q, i, conf, rank
-
-
 # ---------------------------------------------------------------- one scene
 def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, criteria: str, top_k: int,
                    clip_threshold: float, alignment: str, alignment_threshold: float,
                    skip_missing_objects: bool, unassigned_compete: bool) -> _Matches:
     """GT instances, aligned predicted instances and their intersections for one scene."""
+    from evaluation.query_confidence import predictions  # imports torch: only when scoring
+
     path = f"<{scene.name}>"
     # Cast to float32 first, as the official code does before FAISS.
     gt = arrays.points(scene.gt_points, path, "gt_points", allow_empty=True).astype(np.float32).astype(np.float64)
@@ -178,7 +142,10 @@ def _scene_matches(scene: RetrievalScene, text_rows: dict[str, np.ndarray], *, c
     inter = sparse.coo_matrix((np.ones(len(ag), np.int64), (obj_of_point[ag], ai)),
                               shape=(len(obj_table), n_inst)).tocsr()
 
-    pq, pi, conf, rank = _predictions(emb, text, inst_count > 0, criteria, top_k, clip_threshold)
+    raw = np.asarray(scene.pred_embeddings)
+    # torch computes the cosine in the embeddings' own float dtype (float16 too); integers become float32
+    pq, pi, conf, rank = predictions(raw if raw.dtype.kind == "f" else emb.astype(np.float32), text, inst_count > 0,
+                                     criteria, top_k, clip_threshold)
     pq = qcode[pq] if len(pq) else _EMPTY
 
     # Pair every prediction with every GT instance of the same query id; keep intersection > 0.

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment
 
 from evaluation import omq
 from tiermap.formats.base import SchemaError
@@ -15,6 +16,7 @@ from tiermap.formats.base import SchemaError
 CLASSES = ["chair", "cup", "table", "book", "background"]
 SYNONYMS = {"seat": "chair", "bg": "background", "diningtable": "dining table"}
 UNIT = ((0, 0, 0), (1, 1, 1))
+F32 = 1e-7  # the default (official) arithmetic rounds every quality through float32: ~6e-8 absolute
 
 
 def box(lo: tuple[float, ...], hi: tuple[float, ...]) -> dict[str, list[float]]:
@@ -126,8 +128,8 @@ def test_assignment_is_globally_optimal_not_greedy() -> None:
     cen, ext = np.full((2, 3), 0.5), np.ones((2, 3))
     ev = omq.omq_map(cen, ext, [0, 1], cen, ext, labels)
     assert (ev.TP, ev.FP, ev.FN) == (2, 0, 0)
-    assert ev.overall == pytest.approx(math.sqrt(0.5) + math.sqrt(0.4), abs=1e-12)
-    assert ev.label == pytest.approx(0.5 + 0.4, abs=1e-12)
+    assert ev.overall == pytest.approx(math.sqrt(0.5) + math.sqrt(0.4), abs=F32)
+    assert ev.label == pytest.approx(0.5 + 0.4, abs=F32)
 
 
 # ---------------------------------------------------------------- whole files
@@ -137,16 +139,16 @@ def test_perfect_map(tmp_path: Path) -> None:
     # 2 TPs of quality 1: OMQ = 2 / (2 + 0 + 0) = 1
     assert f["scores"] == {"OMQ": 1.0, "avg_pairwise": 1.0, "avg_label": 1.0, "avg_spatial": 1.0, "avg_fp_quality": 1.0}
     assert (f["TP"], f["FP"], f["FN"], f["fp_cost"], f["task"]) == (2, 0, 0, 0.0, "sslam")
-    assert omq.score_omq([tmp_path / "gt.json"], [tmp_path / "res.json"], exact_float32=True)["scores"]["OMQ"] == 1.0
+    assert omq.score_omq([tmp_path / "gt.json"], [tmp_path / "res.json"], precision="float64")["scores"]["OMQ"] == 1.0
 
 
 def test_one_tp_iou_half_label_08(tmp_path: Path) -> None:
     # GT [0,2]×[0,1]², proposal [0,1]³: IoU 1/2; P(chair) 0.8 → Q = sqrt(0.8·0.5) = sqrt(0.4); OMQ = Q / 1
     f = score(tmp_path, [gt_obj("chair", ((0, 0, 0), (2, 1, 1)))], [prop({"chair": 0.8, "background": 0.2})])
     s = f["scores"]
-    assert s["OMQ"] == pytest.approx(math.sqrt(0.4), abs=1e-12)
-    assert s["avg_pairwise"] == pytest.approx(math.sqrt(0.4), abs=1e-12)
-    assert s["avg_label"] == pytest.approx(0.8, abs=1e-12) and s["avg_spatial"] == pytest.approx(0.5, abs=1e-12)
+    assert s["OMQ"] == pytest.approx(math.sqrt(0.4), abs=F32)
+    assert s["avg_pairwise"] == pytest.approx(math.sqrt(0.4), abs=F32)
+    assert s["avg_label"] == pytest.approx(0.8, abs=F32) and s["avg_spatial"] == pytest.approx(0.5, abs=F32)
 
 
 def test_fp_on_background_is_free_and_fp_cost_is_max_foreground(tmp_path: Path) -> None:
@@ -178,16 +180,16 @@ def test_isgroup_forgiveness(tmp_path: Path) -> None:
     props = [prop({"book": 1.0}), prop({"book": 0.9, "background": 0.1}, shifted(1))]
     f = score(tmp_path, [gt_obj("book", group, isgroup=True)], props)
     assert (f["TP"], f["FP"], f["FN"], f["fp_cost"]) == (1, 0, 0, 0.0)
-    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5), abs=1e-12)
+    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5), abs=F32)
     # not a group (or the template's `is_group` spelling, which OMQ ignores): FP of cost .9 → sqrt(.5) / 1.9
     for flags in ({"isgroup": False}, {"isgroup": False, "is_group": True}):
         f = score(tmp_path, [gt_obj("book", group, **flags)], props)
         assert (f["FP"], f["fp_cost"]) == (1, pytest.approx(0.9, abs=1e-15))
-        assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5) / 1.9, abs=1e-12)
+        assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5) / 1.9, abs=F32)
     # Y at x ∈ [1.6, 2.6]: only .4 of it inside the group (< .5) → FP
     props[1] = prop({"book": 0.9, "background": 0.1}, shifted(1.6))
     f = score(tmp_path, [gt_obj("book", group, isgroup=True)], props)
-    assert f["FP"] == 1 and f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5) / 1.9, abs=1e-12)
+    assert f["FP"] == 1 and f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5) / 1.9, abs=F32)
 
 
 def test_empty_maps(tmp_path: Path) -> None:
@@ -216,11 +218,11 @@ def test_unknown_result_class_goes_to_background_and_sum_above_one_is_normalised
     out = omq.score_omq([write_gt(tmp_path / "gt.json", [gt_obj("chair")])],
                         [write_res(tmp_path / "r.json", props, class_list=res_classes)])
     f = out["per_file"][0]
-    assert f["scores"]["avg_label"] == pytest.approx(0.5, abs=1e-12) and f["fp_cost"] == 0.0
-    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5), abs=1e-12)
+    assert f["scores"]["avg_label"] == pytest.approx(0.5, abs=F32) and f["fp_cost"] == 0.0
+    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.5), abs=F32)
     # chair 1.5 + bg .5 = 2 > 1 → chair .75 → Q = sqrt(.75)
     f = score(tmp_path, [gt_obj("chair")], [prop({"chair": 1.5, "background": 0.5})])
-    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.75), abs=1e-12)
+    assert f["scores"]["OMQ"] == pytest.approx(math.sqrt(0.75), abs=F32)
 
 
 def test_two_environments_arithmetic_mean(tmp_path: Path) -> None:
@@ -255,16 +257,16 @@ def test_scd_added_removed_cube_root(tmp_path: Path) -> None:
     # P3 on unchanged A is an FP: cost sqrt(max label 1 · max(added .1, removed .2)) = sqrt(.2)
     s, den = f["scores"], 2 + math.sqrt(0.2)
     assert (f["task"], f["TP"], f["FP"], f["FN"]) == ("scd", 2, 1, 0)
-    assert s["OMQ"] == pytest.approx((0.8 ** (1 / 3) + 0.5 ** (1 / 3)) / den, abs=1e-12)
-    assert s["avg_state_quality"] == pytest.approx((0.8 + 1.0) / 2, abs=1e-12)
-    assert s["avg_label"] == pytest.approx(0.75, abs=1e-12) and s["avg_spatial"] == 1.0
-    assert s["avg_fp_quality"] == pytest.approx(1 - math.sqrt(0.2), abs=1e-12)
+    assert s["OMQ"] == pytest.approx((0.8 ** (1 / 3) + 0.5 ** (1 / 3)) / den, abs=F32)
+    assert s["avg_state_quality"] == pytest.approx((0.8 + 1.0) / 2, abs=F32)
+    assert s["avg_label"] == pytest.approx(0.75, abs=F32) and s["avg_spatial"] == 1.0
+    assert s["avg_fp_quality"] == pytest.approx(1 - math.sqrt(0.2), abs=F32)
     # environment_details reversed: C is now "removed" and B "added", so no proposal has the right state:
     # 2 FN, 3 FP with costs sqrt(1·.8) + sqrt(.5·1) + sqrt(1·.2)
     gts, res = scd_files(tmp_path, ([0.0, 0.8, 0.2], [1.0, 0.0, 0.0], [0.1, 0.2, 0.7]), reverse=True)
     f = omq.score_omq(gts, [res])["per_file"][0]
     assert (f["TP"], f["FP"], f["FN"], f["scores"]["OMQ"]) == (0, 3, 2, 0.0)
-    assert f["fp_cost"] == pytest.approx(math.sqrt(0.8) + math.sqrt(0.5) + math.sqrt(0.2), abs=1e-12)
+    assert f["fp_cost"] == pytest.approx(math.sqrt(0.8) + math.sqrt(0.5) + math.sqrt(0.2), abs=F32)
 
 
 def test_scd_state_sanitising_keyed_on_task_name(tmp_path: Path) -> None:
@@ -272,11 +274,11 @@ def test_scd_state_sanitising_keyed_on_task_name(tmp_path: Path) -> None:
     # 'scd' in the task name: [.6, .6, 0] sums 1.2 > 1 → removed .5 → Q(B) = .5^(1/3)
     gts, res = scd_files(tmp_path, states)
     ev = omq.score_omq(gts, [res])["per_file"][0]
-    assert ev["scores"]["avg_state_quality"] == pytest.approx((0.5 + 1.0) / 2, abs=1e-12)
+    assert ev["scores"]["avg_state_quality"] == pytest.approx((0.5 + 1.0) / 2, abs=F32)
     # no 'scd' in the name: input_processor leaves state_probs raw → removed .6
     gts, res = scd_files(tmp_path, states, task="change_detection:passive")
     ev = omq.score_omq(gts, [res])["per_file"][0]
-    assert ev["scores"]["avg_state_quality"] == pytest.approx((0.6 + 1.0) / 2, abs=1e-12)
+    assert ev["scores"]["avg_state_quality"] == pytest.approx((0.6 + 1.0) / 2, abs=F32)
 
 
 def test_scd_changes_by_dict_equality() -> None:
@@ -287,12 +289,12 @@ def test_scd_changes_by_dict_equality() -> None:
     assert omq.scd_changes([a], [dict(a, isgroup=True)]) == [(0, 0), (1, 0)]
 
 
-def test_exact_float32_round_trip(tmp_path: Path) -> None:
+def test_float32_round_trip_is_the_default(tmp_path: Path) -> None:
     # GT [0,2]×[0,1]², proposal [0,1]³: IoU .5; P(chair) .54 → float64 Q = sqrt(.54·.5) = sqrt(.27)
     gts = [gt_obj("chair", ((0, 0, 0), (2, 1, 1)))]
     props = [prop({"chair": 0.54, "background": 0.46})]
-    f64 = score(tmp_path, gts, props)["scores"]
-    f32 = score(tmp_path, gts, props, exact_float32=True)["scores"]
+    f64 = score(tmp_path, gts, props, precision="float64")["scores"]
+    f32 = score(tmp_path, gts, props)["scores"]
     one, l32 = np.float32(1), np.float32(0.54)
     q = np.exp(np.mean(np.log([np.float64(l32), 0.5])))  # the label table is cast to float32 before the gmean
     assert f32["OMQ"] == float(one - np.float32(1.0 - q))  # Q := 1 − float32(1 − Q)
@@ -308,10 +310,116 @@ def test_tiny_quality_is_dropped_only_in_float32(tmp_path: Path) -> None:
     d = 2.0 ** -50
     props = [prop({"chair": 1.0}, ((1 - d, 0, 0), (2 - d, 1, 1)))]
     q = math.sqrt(d / (2 - d))
-    f64 = score(tmp_path, [gt_obj("chair")], props)
+    f64 = score(tmp_path, [gt_obj("chair")], props, precision="float64")
     assert (f64["TP"], f64["FN"], f64["FP"]) == (1, 0, 0) and f64["scores"]["OMQ"] == pytest.approx(q, rel=1e-9)
-    f32 = score(tmp_path, [gt_obj("chair")], props, exact_float32=True)
+    f32 = score(tmp_path, [gt_obj("chair")], props)
     assert (f32["TP"], f32["FN"], f32["FP"], f32["fp_cost"]) == (0, 1, 1, 1.0) and f32["scores"]["OMQ"] == 0.0
+
+
+def official_sslam(gt: list[dict[str, Any]], gt_ids: list[int], props: list[dict[str, Any]]) -> dict[str, Any]:
+    """eval_omq's `_calc_qual_map` and score getters for a semantic-SLAM map without group objects, step by step.
+
+    Written from the official procedure, independently of evaluation.omq: iou_tools corners c ± e/2 and
+    vol_int = (BEV area)·height; label table cast to float32; scipy 1.10.1 gmean = exp(average(log)); float32 cost
+    tables `ones -= q`; Hungarian; TP iff 1 − cost > 0; float32 sums; Python-float totals (numpy < 1.24 promotes
+    0.0 + float32 scalar to float64).
+    """
+    def corners(o: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        c, e = np.array(o["centroid"], float), np.array(o["extent"], float)
+        return c - e / 2, c + e / 2
+
+    g, p = len(gt), len(props)
+    spatial = np.zeros((g, p))
+    for i, a in enumerate(gt):
+        for j, b in enumerate(props):
+            (la, ha), (lb, hb) = corners(a), corners(b)
+            ov = np.maximum(0.0, np.minimum(ha, hb) - np.maximum(la, lb))
+            vol_int = (ov[0] * ov[1]) * ov[2]
+            spatial[i, j] = vol_int / (np.prod(a["extent"]) + np.prod(b["extent"]) - vol_int)
+    probs = np.array([o["label_probs"] for o in props], float)
+    label = probs[:, gt_ids].T.astype(np.float32)
+    with np.errstate(divide="ignore"):
+        overall = np.exp(np.average(np.log(np.dstack((label, spatial))), axis=2))
+    n = max(g, p)
+    tables = {k: np.ones((n, n), np.float32) for k in ("overall", "spatial", "label")}
+    tables["overall"][:g, :p] -= overall
+    tables["spatial"][:g, :p] -= spatial
+    tables["label"][:g, :p] -= label
+    rows, cols = linear_sum_assignment(tables["overall"])
+    q = {k: 1 - t for k, t in tables.items()}
+    tp = fn = 0
+    fps = []
+    for r, c in zip(rows, cols):
+        if q["overall"][r, c] > 0:
+            tp += 1
+            continue
+        fn += int(r < g)
+        if c < p:
+            fps.append(c)
+    for k in ("spatial", "label"):
+        q[k][q["overall"] == 0] = 0.0
+    tot = {k: float(np.sum(t[rows, cols])) for k, t in q.items()}
+    fp_cost = 0.0 + np.sum([np.max(props[c]["label_probs"][:-1]) for c in fps])
+    den = tp + fp_cost + fn
+    scores = {"OMQ": tot["overall"] / den if den > 0 else 0.0,
+              "avg_pairwise": tot["overall"] / tp if tp else 0.0, "avg_label": tot["label"] / tp if tp else 0.0,
+              "avg_spatial": tot["spatial"] / tp if tp else 0.0,
+              "avg_fp_quality": (len(fps) - fp_cost) / len(fps) if fps else 1.0}
+    return {"TP": tp, "FN": fn, "FP": len(fps), "scores": {k: float(v) for k, v in scores.items()}}
+
+
+def test_touching_boxes_default_is_the_official_number(tmp_path: Path) -> None:
+    # Chair [0,1]³ vs P1 {chair .9, bg .1} at x ∈ [1 − 2^-50, 2 − 2^-50]: they touch up to rounding (all corners
+    # exact binary fractions). IoU = 2^-50 / (2 − 2^-50), Q = sqrt(.9·IoU) ≈ .67·2^-25 < 2^-25, so the official
+    # float32(1 − Q) is 1: no match → FN + FP of cost .9.
+    # Cup [3,4]×[0,1]² vs P2 {cup .54} on [3,5]×[0,1]²: IoU .5, a TP either way.
+    d = 2.0 ** -50
+    gts = [gt_obj("chair"), gt_obj("cup", shifted(3))]
+    props = [prop({"chair": 0.9, "background": 0.1}, ((1 - d, 0, 0), (2 - d, 1, 1))),
+             prop({"cup": 0.54, "background": 0.46}, shifted(3, 2.0))]
+    space = omq.ClassSpace([CLASSES], SYNONYMS)
+    internal = [dict(o, label_probs=[o["label_probs"][CLASSES.index(c)] for c in space.names]) for o in props]
+    ref = official_sslam(gts, [space.ids["chair"], space.ids["cup"]], internal)
+    assert (ref["TP"], ref["FN"], ref["FP"]) == (1, 1, 1)
+    assert ref["scores"]["avg_label"] == float(np.float32(1) - (np.float32(1) - np.float32(0.54)))
+    f = score(tmp_path, gts, props)
+    assert f["scores"] == ref["scores"]  # bit for bit
+    assert (f["TP"], f["FN"], f["FP"]) == (1, 1, 1)
+    # float64: both pairs are TPs, FP cost 0 → avg_label (.9 + .54)/2 = .72, avg_fp_quality 1
+    f64 = score(tmp_path, gts, props, precision="float64")
+    assert (f64["TP"], f64["FN"], f64["FP"]) == (2, 0, 0)
+    q1, q2 = math.sqrt(0.9 * d / (2 - d)), math.sqrt(0.54 * 0.5)
+    assert f64["scores"]["avg_label"] == pytest.approx(0.72, abs=1e-15)
+    assert f64["scores"]["OMQ"] == pytest.approx((q1 + q2) / 2, abs=1e-15)
+    assert f64["scores"]["avg_fp_quality"] == 1.0 and ref["scores"]["avg_fp_quality"] == pytest.approx(0.1, abs=1e-15)
+    # only the touching pair: avg_label 0 (no TP) officially, .9 in float64
+    one = score(tmp_path, gts[:1], props[:1])["scores"]
+    assert one["avg_label"] == 0.0 and one["OMQ"] == 0.0
+    assert score(tmp_path, gts[:1], props[:1], precision="float64")["scores"]["avg_label"] == 0.9
+
+
+def test_precision_option_and_cli_flag(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evaluation.cli import eval_app
+
+    d = 2.0 ** -50
+    gt = write_gt(tmp_path / "gt.json", [gt_obj("chair")])
+    res = write_res(tmp_path / "res.json", [prop({"chair": 0.9, "background": 0.1}, ((1 - d, 0, 0), (2 - d, 1, 1)))])
+    with pytest.raises(SchemaError, match=r"^<omq>: field 'precision': expected float32 .* or float64, got 'float16'$"):
+        omq.score_omq([gt], [res], precision="float16")
+    avg_label = {}
+    for flag in ([], ["--precision", "float64"]):
+        out = tmp_path / f"out{len(flag)}"
+        r = CliRunner().invoke(eval_app, ["omq", "--ground-truth", str(gt), "--results", str(res), "--out", str(out),
+                                          *flag])
+        assert r.exit_code == 0, r.output
+        doc = json.loads((out / "results.json").read_text())
+        avg_label[doc["precision"]] = doc["scores"]["avg_label"]
+    assert avg_label == {"float32": 0.0, "float64": 0.9}
+    r = CliRunner().invoke(eval_app, ["omq", "--ground-truth", str(gt), "--results", str(res), "--out",
+                                      str(tmp_path / "bad"), "--precision", "half"])
+    assert r.exit_code == 2 and "field 'precision'" in r.output
 
 
 def test_gt_without_synonyms_is_empty_synonyms(tmp_path: Path) -> None:
@@ -322,7 +430,7 @@ def test_gt_without_synonyms_is_empty_synonyms(tmp_path: Path) -> None:
     with_syn = omq.score_omq([write_gt(tmp_path / "a.json", gt, synonyms={})], [r])
     without = omq.score_omq([write_gt(tmp_path / "b.json", gt, synonyms=None)], [r])
     assert with_syn["scores"] == without["scores"]
-    assert without["scores"]["OMQ"] == pytest.approx(math.sqrt(0.4), abs=1e-12)
+    assert without["scores"]["OMQ"] == pytest.approx(math.sqrt(0.4), abs=F32)
 
 
 # ---------------------------------------------------------------- bad input

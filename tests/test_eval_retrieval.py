@@ -282,3 +282,69 @@ def test_bad_text_features_and_options() -> None:
         ap([good()], top_k=0)
     with pytest.raises(SchemaError, match="unique scene names"):
         ap([good(), good()])
+
+
+# ---------------------------------------------------------------- ties: bit for bit against the official procedure
+def shared_rows_scene(seed: int, name: str) -> tuple[RetrievalScene, dict[str, np.ndarray]]:
+    """80 instances on 40 objects, their 384-d embeddings drawn from 10 rows (8 instances share each row)."""
+    rng = np.random.default_rng(seed)
+    objects = {k: line(0.5 * k, 4) for k in range(1, 41)}
+    insts = [objects[1 + i % 40][: 2 + i % 3] for i in range(80)]  # 2-4 of the object's 4 points: IoU .5-1
+    rows = rng.normal(size=(10, 384)).astype(np.float32)
+    emb = rows[rng.permutation(np.arange(80) % 10)]
+    texts = {f"{name}{j}": (rows[j % 10] + rng.normal(0, 0.3, 384)).astype(np.float32) for j in range(30)}
+    queries = {"level0": {t: sorted(rng.choice(np.arange(1, 41), 3, replace=False).tolist()) for t in texts}}
+    s = scene(objects, insts, [], queries, name=name)
+    s.pred_embeddings = emb
+    return s, texts
+
+
+def test_shared_embedding_rows_match_the_official_ranking_bit_for_bit() -> None:
+    # Instances sharing an embedding row have exactly equal official confidences (torch cosine), so each query's
+    # top 5 cuts a group of 8 tied instances; which ones make it and in which order is np.argsort's. A float32 matrix
+    # product splits such rows by up to ~2.4e-7 and picks others. Reference: tests/official_retrieval.py.
+    from tests import official_retrieval as official
+
+    scenes = [shared_rows_scene(1, "a"), shared_rows_scene(2, "b")]
+    table = {t: v for _, texts in scenes for t, v in texts.items()}
+    enc = features({t: list(v) for t, v in table.items()})
+    matches = [official.scene_matches(s.gt_points, s.gt_ids, s.queries, s.pred_points, s.pred_index,
+                                      s.pred_embeddings, table, top_k=5) for s, _ in scenes]
+    res = evaluate_retrieval([s for s, _ in scenes], enc, top_k=5)
+    assert res["overall"] == official.average_precision(matches)
+    assert res["per_scene"]["a"] == official.average_precision(matches[:1])
+    assert 0 < res["overall"]["all_ap"] < res["overall"]["all_ap_25%"] < 100
+    rank = evaluate_retrieval([s for s, _ in scenes], enc, top_k=5, metric="rank")
+    assert rank["overall"]["avg_inverse_rank"] == official.inverse_rank(matches)
+
+
+@pytest.mark.parametrize("dim, n, dtype, groups, criteria, k", [
+    (384, 150, np.float32, 0, "top_k", 10),  # distinct rows: screened, exact top k + 1 only
+    (384, 150, np.float32, -1, "top_k", 10),  # one row 12 times: some queries tie, the others do not
+    (384, 150, np.float32, 20, "top_k", 10),  # shared rows: every query ties, whole exact columns
+    (1024, 60, np.float32, 7, "top_k", 3),
+    (64, 120, np.float64, 15, "top_k", 10),  # float64 embeddings: torch computes the cosine in float64
+    (384, 100, np.float16, -1, "top_k", 10),  # float16: rows normalised in float16, products in float32
+    (8, 9, np.float32, 3, "top_k", 10),  # fewer rows than k + 1
+    (64, 90, np.float32, 10, "clip_threshold", 10),
+])
+def test_predictions_equal_the_official_creation(dim: int, n: int, dtype: type, groups: int, criteria: str,
+                                                 k: int) -> None:
+    from evaluation.query_confidence import predictions
+    from tests import official_retrieval as official
+
+    rng = np.random.default_rng(dim + n)
+    emb = rng.normal(size=(n, dim)) * rng.uniform(0.2, 5, (n, 1))
+    if groups > 0:
+        emb = emb[rng.integers(0, groups, n)]
+    elif groups < 0:
+        emb[rng.choice(n, 12, replace=False)] = emb[0]
+    if dtype != np.float16:  # float16 underflows the 1e-8 clamp: the official makes a zero row NaN
+        emb[3] = 0.0  # a zero row: norm clamped to 1e-8, similarity 0
+    text = rng.normal(size=(25, dim)).astype(np.float32)
+    text[:10] = emb[rng.integers(0, n, 10)] + rng.normal(0, 0.1, (10, dim))  # queries near some rows
+    aligned = rng.random(n) < 0.8
+    want = official.predictions(emb.astype(dtype), text, set(np.flatnonzero(aligned).tolist()), criteria, k)
+    q, i, conf, rank = predictions(emb.astype(dtype), text, aligned, criteria, k, 0.5)
+    assert list(zip(q.tolist(), i.tolist(), conf.tolist(), rank.tolist())) == want
+    assert len(want) > 25
