@@ -10,8 +10,9 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from tiermap.extras import MissingExtraError
+from tiermap.errors import command_paths, is_user_error
 from tiermap.formats.base import SchemaError
+from tiermap.gemini import GeminiError
 from tiermap.formats.results import RESULTS_MD
 
 console = Console()
@@ -70,10 +71,12 @@ def _fail(err: Exception) -> None:
 
 
 def _run(fn, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
-    """Call a library function; input errors and a missing extra become one red line and exit code 2."""
+    """Call a library function; input errors and a missing extra become one red line and exit code 2, bugs keep their traceback."""
     try:
         return fn(*args, **kwargs)
-    except (SchemaError, MissingExtraError, FileNotFoundError, ValueError) as err:
+    except Exception as err:
+        if not is_user_error(err, command_paths(), (GeminiError,)):
+            raise
         _fail(err)
 
 

@@ -19,7 +19,8 @@ from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
 from tiermap.extras import MissingExtraError, extra_of, require
-from tiermap.formats.base import SchemaError
+from tiermap.errors import command_paths, is_user_error
+from tiermap.formats.base import InputError
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.params import PARAMS_FILE
 
@@ -39,6 +40,8 @@ class TiermapGroup(typer.core.TyperGroup):
         """Run the command; a ModuleNotFoundError of an extra's module names the extra to install."""
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as err:  # a bad option value (`--seed abc`): one line naming the option
+            _fail(InputError(err.format_message()))
         except ModuleNotFoundError as err:
             extra = extra_of(err.name)
             if extra is None:
@@ -82,14 +85,20 @@ def _paths(root: Path, dataset: str) -> DatasetPaths:
 
 
 def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    """Call a library function; known input errors become one red line and exit code 2."""
+    """Call a library function; input errors become one red line and exit code 2, anything else keeps its traceback."""
+    from annotation.ls_server import LabelStudioError
     from generation.conditions import UnknownConditionError
-    from generation.trajectory import NoPathError
+    from generation.geometry import RendererUnavailableError
     from tiermap.app.release import ReleaseError
+    from tiermap.app.stages import DvcError
+    from tiermap.gemini import GeminiError
 
     try:
         return fn(*args, **kwargs)
-    except (SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+    except Exception as err:
+        if not is_user_error(err, command_paths(), (ReleaseError, UnknownConditionError, LabelStudioError, RendererUnavailableError,
+                                                    DvcError, GeminiError)):
+            raise
         _fail(err)
 
 
@@ -251,7 +260,7 @@ def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask 
     from annotation.suggest import suggest
 
     if not gemini:
-        _fail(ValueError("choose a suggestion source: --gemini"))
+        _fail(InputError("choose a suggestion source: --gemini"))
     _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), model, log=console.print)))
 
 
@@ -265,7 +274,7 @@ def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail ad
     from annotation.annotators import add_users, default_emails
 
     if not emails and not simulated:
-        _fail(ValueError("name the annotators' e-mail addresses (or --simulated N)"))
+        _fail(InputError("name the annotators' e-mail addresses (or --simulated N)"))
     ds = _paths(root, dataset)
     made = _run(lambda: add_users(ds, list(emails or default_emails(simulated)), simulated=bool(simulated and not emails),
                                   reset_password=reset_password, log=console.print))

@@ -180,6 +180,10 @@ def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     return counts
 
 
+class DvcError(RuntimeError):
+    """A dvc command failed (its last line says why)."""
+
+
 def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess[str]:
     """Run a dvc command with the offline settings."""
     import os
@@ -193,7 +197,7 @@ def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool 
     res = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=quiet)
     if check and res.returncode != 0:
         detail = (res.stderr or res.stdout or "").strip().splitlines()[-1:] if quiet else []
-        raise RuntimeError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
+        raise DvcError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
     return res
 
 

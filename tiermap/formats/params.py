@@ -14,6 +14,8 @@ DVC_FILE = "dvc.yaml"
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Seed = Annotated[int, Field(strict=True)]
+"""A seed is an integer as written (`seed: "3"` is a string, not a seed)."""
 
 
 class RenderParams(Model):
@@ -70,7 +72,7 @@ class ProceduralScene(Model):
     """A procedural scene of `scene`: seed and room kinds."""
 
     source: Literal["procedural"] = "procedural"
-    seed: int
+    seed: Seed
     rooms: list[str] | None = None
 
 
@@ -79,7 +81,7 @@ class MeshScene(Model):
 
     source: Literal["replica", "mesh", "habitat"]
     input: str
-    seed: int = 0
+    seed: Seed = 0
     classes: str | None = None
     up: str | None = None
 
@@ -96,7 +98,7 @@ class Params(Model):
     render: RenderParams
     trajectory: TrajectoryParams
     lighting: dict[str, dict[str, Any]]
-    gt: GTParams = GTParams()
+    gt: GTParams
     annotation: AnnotationParams = AnnotationParams()
 
 
@@ -126,8 +128,16 @@ def read_params(path: Path | str = PARAMS_FILE) -> tuple[Params, dict[str, Any]]
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise SchemaError(path, "<file>", f"valid YAML ({str(err).splitlines()[0]})") from None
+        raise yaml_error(path, err) from None
     return check_params(data, path), data
+
+
+def yaml_error(path: Path | str, err: Exception) -> SchemaError:
+    """A YAML parse error (PyYAML or ruamel) as one line naming the file, the line and the column."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "<file>"
+    what = getattr(err, "problem", None) or getattr(err, "context", None) or type(err).__name__
+    return SchemaError(path, where, f"valid YAML ({what})")
 
 
 def add_dvc_artifact(path: Path | str, name: str, entry: dict[str, Any]) -> bool:
@@ -145,7 +155,7 @@ def add_dvc_artifact(path: Path | str, name: str, entry: dict[str, Any]) -> bool
     try:
         data = y.load(path.read_text(encoding="utf-8")) if path.is_file() else None
     except YAMLError as err:
-        raise SchemaError(path, "<file>", f"YAML ({type(err).__name__})") from None
+        raise yaml_error(path, err) from None
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise SchemaError(path, "<root>", "a mapping (stages, artifacts, ...)", type(data).__name__)
