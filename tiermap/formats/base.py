@@ -72,7 +72,7 @@ def read_npy(path: Path | str, field: str) -> np.ndarray:
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
-        raise SchemaError(path, field, f"a numpy .npy array ({type(err).__name__}: {str(err).splitlines()[0][:80]})") from None
+        raise SchemaError(path, field, "a numpy .npy array (no pickled objects)", f"{type(err).__name__}: {str(err).split('. ')[0]}") from None
     if not isinstance(arr, np.ndarray):
         names = sorted(arr.files)
         arr.close()
