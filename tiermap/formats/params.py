@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from tiermap.formats.base import Model, PosInt, SchemaError, _pydantic_error
+from tiermap.formats.layout import name_error
 
 PARAMS_FILE = "params.yaml"
 DVC_FILE = "dvc.yaml"
@@ -16,6 +17,16 @@ NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Seed = Annotated[int, Field(strict=True)]
 """A seed is an integer as written (`seed: "3"` is a string, not a seed)."""
+
+
+def _plain(value: str) -> str:
+    if name_error(value):
+        raise ValueError(name_error(value))
+    return value
+
+
+Name = Annotated[str, AfterValidator(_plain)]
+"""A dataset, scene or condition name: one folder under the data root (formats.layout.NAME_RULE)."""
 
 
 class RenderParams(Model):
@@ -89,11 +100,11 @@ class MeshScene(Model):
 class Params(Model):
     """params.yaml."""
 
-    dataset: str = "demo"
-    scenes: Annotated[list[str], Field(min_length=1)]
-    scene: dict[str, ProceduralScene] = {}
-    mesh_scene: dict[str, MeshScene] | None = None
-    conditions: Annotated[list[str], Field(min_length=1)]
+    dataset: Name = "demo"
+    scenes: Annotated[list[Name], Field(min_length=1)]
+    scene: dict[Name, ProceduralScene] = {}
+    mesh_scene: dict[Name, MeshScene] | None = None
+    conditions: Annotated[list[Name], Field(min_length=1)]
     reference_condition: str = "baseline"
     render: RenderParams
     trajectory: TrajectoryParams
