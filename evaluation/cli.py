@@ -12,8 +12,8 @@ from rich.markup import escape
 
 from tiermap.errors import command_paths, is_user_error
 from tiermap.formats.base import SchemaError
-from tiermap.gemini import GeminiError
 from tiermap.formats.results import RESULTS_MD, check_out_dir
+from tiermap.gemini import GeminiError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -122,14 +122,14 @@ def eval_compare(files: Annotated[list[Path], typer.Argument(help="results.json 
 
 
 # ---------------------------------------------------------------- shared options
-TextFeaturesOpt = Annotated[Path | None, typer.Option("--text-features", help="Precomputed text features .npz (arrays texts, feats).")]
-ClipModelOpt = Annotated[str | None, typer.Option("--clip-model", help="open_clip model name (e.g. ViT-H-14), or 'minilm'.")]
-ClipPretrainedOpt = Annotated[str | None, typer.Option("--clip-pretrained", help="open_clip weights tag or local checkpoint file ('none' = random init).")]
 def _writable_out(out: Path) -> Path:
     """--out is checked before any scoring: a folder that can be written."""
     return _run(check_out_dir, out)
 
 
+TextFeaturesOpt = Annotated[Path | None, typer.Option("--text-features", help="Precomputed text features .npz (arrays texts, feats).")]
+ClipModelOpt = Annotated[str | None, typer.Option("--clip-model", help="open_clip model name (e.g. ViT-H-14), or 'minilm'.")]
+ClipPretrainedOpt = Annotated[str | None, typer.Option("--clip-pretrained", help="open_clip weights tag or local checkpoint file ('none' = random init).")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output folder (results.json, .csv, .md, plots).", callback=_writable_out)]
 MethodOpt = Annotated[str | None, typer.Option("--method", help="Method name shown in reports (default: predictions folder name).")]
 GtDirOpt = Annotated[Path | None, typer.Option("--gt-dir", help="A released GT folder (one sub-folder per scene); replaces --gt-labels/--gt-cloud.")]
