@@ -10,9 +10,10 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from tiermap.extras import MissingExtraError
+from tiermap.errors import command_paths, is_user_error
 from tiermap.formats.base import SchemaError
-from tiermap.formats.results import RESULTS_MD
+from tiermap.formats.results import RESULTS_MD, check_out_dir
+from tiermap.gemini import GeminiError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -70,10 +71,12 @@ def _fail(err: Exception) -> None:
 
 
 def _run(fn, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
-    """Call a library function; input errors and a missing extra become one red line and exit code 2."""
+    """Call a library function; input errors and a missing extra become one red line and exit code 2, bugs keep their traceback."""
     try:
         return fn(*args, **kwargs)
-    except (SchemaError, MissingExtraError, FileNotFoundError, ValueError) as err:
+    except Exception as err:
+        if not is_user_error(err, command_paths(), (GeminiError,)):
+            raise
         _fail(err)
 
 
@@ -119,10 +122,15 @@ def eval_compare(files: Annotated[list[Path], typer.Argument(help="results.json 
 
 
 # ---------------------------------------------------------------- shared options
+def _writable_out(out: Path) -> Path:
+    """--out is checked before any scoring: a folder that can be written."""
+    return _run(check_out_dir, out)
+
+
 TextFeaturesOpt = Annotated[Path | None, typer.Option("--text-features", help="Precomputed text features .npz (arrays texts, feats).")]
 ClipModelOpt = Annotated[str | None, typer.Option("--clip-model", help="open_clip model name (e.g. ViT-H-14), or 'minilm'.")]
 ClipPretrainedOpt = Annotated[str | None, typer.Option("--clip-pretrained", help="open_clip weights tag or local checkpoint file ('none' = random init).")]
-OutOpt = Annotated[Path, typer.Option("--out", help="Output folder (results.json, .csv, .md, plots).")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output folder (results.json, .csv, .md, plots).", callback=_writable_out)]
 MethodOpt = Annotated[str | None, typer.Option("--method", help="Method name shown in reports (default: predictions folder name).")]
 GtDirOpt = Annotated[Path | None, typer.Option("--gt-dir", help="A released GT folder (one sub-folder per scene); replaces --gt-labels/--gt-cloud.")]
 SceneOpt = Annotated[list[str] | None, typer.Option("--scene", help="Scenes of --gt-dir to score (default: all).")]

@@ -14,6 +14,7 @@ from tiermap.formats.openlex3d import (
     GT_CATEGORIES_FILE,
     GT_CLOUD_FILE,
     PROMPT_LIST_FILE,
+    check_ids_in_cloud,
     query_mapping_file,
     read_gt_categories,
     read_gt_cloud,
@@ -110,11 +111,14 @@ def retrieval_scenes(predictions: Path, gt_labels: Path | None, gt_cloud: Path |
         if not levels:
             raise SchemaError(qpath, LEVELS[level][0], f"the query level asked for by --level {level}")
         points, obj_ids = read_gt_cloud(cloud, ids)
+        queried = {i for q in levels.values() for v in q.values() for i in v}
         if labels is not None:
             known = set(read_gt_categories(labels).by_id())
-            bad = sorted({i for q in levels.values() for v in q.values() for i in v} - known)
+            check_ids_in_cloud(labels, known, ids or cloud, obj_ids, "dataset.samples.object_id")
+            bad = sorted(queried - known)
             if bad:
                 raise SchemaError(qpath, "object_ids", f"objects of {labels.name}", bad[:5])
+        check_ids_in_cloud(qpath, queried, ids or cloud, obj_ids, "object_ids")
         pred = read_predictions(pred_dir, allow_unassigned=True)
         out.append(RetrievalScene(name, points, obj_ids, levels, pred.points.astype(np.float64), pred.index, pred.embeddings))
     return out

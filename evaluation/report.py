@@ -6,18 +6,24 @@ from pathlib import Path
 
 from evaluation.plots import plot_frequency, plot_relative_change
 from evaluation.tables import write_tables
+from tiermap import atomic
+from tiermap.formats.base import InputError
 
 
 def write_report(
     out_dir: Path, result: dict, *, extra_plots: dict[str, Callable[[Path], Path]] | None = None
 ) -> dict[str, Path]:
-    """Write results.json, results.csv, results.md and the kind's plots (plus `extra_plots`) into out_dir."""
+    """Write results.json, results.csv, results.md and the kind's plots (plus `extra_plots`) into out_dir, all or none."""
     out_dir = Path(out_dir)
-    written = write_tables(out_dir, result)
-    if result["kind"] == "segmentation":
-        written["frequency.png"] = plot_frequency(result, out_dir / "frequency.png")
-    elif result["kind"] == "osma":
-        written["relative_change.png"] = plot_relative_change(result, out_dir / "relative_change.png")
-    for name, plot in (extra_plots or {}).items():
-        written[name] = Path(plot(out_dir / name))
-    return written
+    try:
+        with atomic.staged_files(out_dir) as tmp:
+            written = write_tables(tmp, result)
+            if result["kind"] == "segmentation":
+                written["frequency.png"] = plot_frequency(result, tmp / "frequency.png")
+            elif result["kind"] == "osma":
+                written["relative_change.png"] = plot_relative_change(result, tmp / "relative_change.png")
+            for name, plot in (extra_plots or {}).items():
+                written[name] = Path(plot(tmp / name))
+    except OSError as err:
+        raise InputError(f"{out_dir}: the report could not be written, nothing was ({err.strerror or err})") from err
+    return {name: out_dir / p.name for name, p in written.items()}

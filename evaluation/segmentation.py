@@ -14,7 +14,7 @@ from evaluation.labels import CATEGORIES, EXCLUDED_LABELS, build_label_table
 from evaluation.text_features import TextEncoder, check_texts
 from evaluation.voxel import VOXEL_SIZE, downsample_predictions
 from tiermap.formats.base import SchemaError
-from tiermap.formats.openlex3d import GTCategories, read_gt_categories, read_gt_cloud
+from tiermap.formats.openlex3d import GTCategories, check_ids_in_cloud, read_gt_categories, read_gt_cloud
 from tiermap.formats.predictions import (
     EMBEDDINGS_FILE,
     Predictions,
@@ -42,9 +42,10 @@ def load_scene(name: str, gt_labels: Path, gt_cloud: Path, predictions: Path, gt
                visible_cloud: Path | None = None) -> SegmentationScene:
     """Read one scene's GT labels, GT cloud (PLY/PCD with object_id, or points.npy + ids.npy) and predictions."""
     points, ids = read_gt_cloud(gt_cloud, gt_ids)
+    labels = read_gt_categories(gt_labels)
+    check_ids_in_cloud(gt_labels, set(labels.by_id()), gt_ids or gt_cloud, ids, "dataset.samples.object_id")
     visible = read_point_positions(visible_cloud).astype(np.float64) if visible_cloud else None
-    return SegmentationScene(name, points, ids, read_gt_categories(gt_labels),
-                             read_predictions(predictions, allow_unassigned=False), visible)
+    return SegmentationScene(name, points, ids, labels, read_predictions(predictions, allow_unassigned=False), visible)
 
 
 def visible_ids(raw_points: np.ndarray, raw_ids: np.ndarray, visible: np.ndarray) -> np.ndarray:
@@ -167,6 +168,8 @@ def evaluate_segmentation(scenes: list[SegmentationScene], prompts: list[str], e
 
     if definition not in {"official", "paper"}:
         raise SchemaError("--definition", definition, "'official' or 'paper'")
+    if not top_n or min(top_n) < 1:
+        raise SchemaError("--top-n", "values", "whole numbers >= 1 (prompts counted per point)", list(top_n))
     check_texts(prompts, prompt_source)
     feats = encoder(prompts)
     per_scene, extras = {}, {}

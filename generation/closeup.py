@@ -35,7 +35,7 @@ from generation.geometry import (
 from generation.sequence import camera_from_params, make_renderer
 from generation.trajectory import STRUCTURE_CLASSES
 from tiermap.atomic import atomic_dir
-from tiermap.formats.base import write_model
+from tiermap.formats.base import InputError, write_model
 from tiermap.formats.crops import (
     INDEX_FILE,
     CloseupCamera,
@@ -73,16 +73,19 @@ class CloseupParams:
         known = {f.name for f in fields(cls)}
         bad = sorted(set(d) - known)
         if bad:
-            raise ValueError(f"annotation.closeups: unknown key {bad[0]!r} (expected {sorted(known)})")
-        if "elevations" in d:
-            d["elevations"] = tuple(float(e) for e in d["elevations"])
-        p = cls(**d)
+            raise InputError(f"annotation.closeups: unknown key {bad[0]!r} (expected {sorted(known)})")
+        try:
+            if "elevations" in d:
+                d["elevations"] = tuple(float(e) for e in d["elevations"])
+            p = cls(**d)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"annotation.closeups: expected numbers ({err})") from None
         checks = {"size": p.size >= 8, "hfov_deg": 0 < p.hfov_deg < 170, "azimuths": p.azimuths >= 1, "fill": 0 < p.fill <= 1,
                   "score_size": p.score_size >= 4, "clearance": p.clearance >= 0, "min_visible": 0 <= p.min_visible <= 1,
                   "keep": p.keep >= 1, "elevations": bool(p.elevations) and all(-85 <= e <= 85 for e in p.elevations)}
         for key, ok in checks.items():
             if not ok:
-                raise ValueError(f"annotation.closeups: field {key!r}: out of range (got {getattr(p, key)!r})")
+                raise InputError(f"annotation.closeups: field {key!r}: out of range (got {getattr(p, key)!r})")
         return p
 
     def camera(self, size: int | None = None) -> CameraParams:

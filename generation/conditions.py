@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tiermap.formats.base import SchemaError, _pydantic_error
+from tiermap.formats.params import PARAMS_FILE
 from tiermap.formats.scene import Scene
 from tiermap.formats.sequence import Light
 
@@ -43,7 +45,11 @@ def load_condition(name: str, lighting: dict[str, Any]) -> Condition:
     """The named condition from the `lighting` block of params.yaml."""
     if name not in lighting:
         raise UnknownConditionError(f"unknown condition {name!r}: params.yaml lighting defines {sorted(lighting)}")
-    return Condition.model_validate(lighting[name])
+    try:
+        return Condition.model_validate(lighting[name])
+    except ValidationError as err:
+        e = _pydantic_error(PARAMS_FILE, err)
+        raise SchemaError(PARAMS_FILE, f"lighting.{name}.{e.field}", e.expected) from None
 
 
 def resolve_lights(cond: Condition, scene: Scene) -> list[Light]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tiermap.formats.base import InputError
 from tiermap.formats.scene import OBB, Scene, SceneMesh, SceneObject, read_scene_mesh
 from tiermap.formats.sequence import CameraParams
 
@@ -101,10 +102,14 @@ def procedural_geometry(o: SceneObject) -> ObjectGeometry:
     return ObjectGeometry(o.id, v, f, colors, uv, texture_image(o.appearance.texture, tuple(o.appearance.color), o.appearance.text))
 
 
+class RendererUnavailableError(RuntimeError):
+    """A renderer's libraries are not installed or cannot start on this machine (the message says how to get them)."""
+
+
 def scene_geometry(scene: Scene, scene_dir: Path | str) -> list[ObjectGeometry]:
     """Everything a renderer draws: procedural boxes, or the scene's mesh file (beside scene.json) split by object id."""
     if scene.source == "habitat":
-        raise RuntimeError(f"scene {scene.name!r} lives in habitat's files ({scene.habitat_scene}): render it with --renderer habitat")
+        raise InputError(f"scene {scene.name!r} lives in habitat's files ({scene.habitat_scene}): render it with --renderer habitat")
     if scene.geometry is None:
         return [procedural_geometry(o) for o in scene.objects]
     return split_by_object(read_scene_mesh(Path(scene_dir) / scene.geometry))

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from generation.geometry import RendererUnavailableError
 from tiermap.formats.scene import OBB, Lexicon, Room, Scene, SceneObject
 from tiermap.formats.sequence import CameraParams, Light
 
@@ -28,7 +29,7 @@ def require_habitat() -> Any:
     try:
         import habitat_sim  # type: ignore[import-not-found]
     except ImportError:
-        raise RuntimeError(INSTALL_HINT) from None
+        raise RendererUnavailableError(INSTALL_HINT) from None
     return habitat_sim
 
 

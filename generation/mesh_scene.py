@@ -7,7 +7,7 @@ import numpy as np
 
 from generation.geometry import split_by_object
 from generation.mesh_io import read_mesh_gltf, read_mesh_ply
-from tiermap.formats.base import SchemaError
+from tiermap.formats.base import InputError, SchemaError
 from tiermap.formats.classes import read_class_map
 from tiermap.formats.scene import (
     OBB,
@@ -49,7 +49,7 @@ def label_name(class_name: str) -> str:
 def scene_from_mesh(name: str, mesh: SceneMesh, classes: dict[int, str], source: str, seed: int = 0) -> Scene:
     """Scene objects (PCA boxes, mean colour, class name as synonym) and one room spanning the mesh bounds."""
     if len(mesh.triangles) == 0:
-        raise ValueError(f"scene {name!r}: the mesh has no faces")
+        raise InputError(f"scene {name!r}: the mesh has no faces")
     objects = []
     for g in split_by_object(mesh):
         if g.id == 0:
@@ -59,7 +59,7 @@ def scene_from_mesh(name: str, mesh: SceneMesh, classes: dict[int, str], source:
         objects.append(SceneObject(id=g.id, class_name=cls, obb=pca_obb(g.vertices),
                                    appearance=Appearance(color=[round(float(x), 3) for x in color]), lexicon=Lexicon(synonyms=[cls])))
     if not objects:
-        raise ValueError(f"scene {name!r}: every face has object id 0 (an unlabelled mesh): give faces or vertices object ids")
+        raise InputError(f"scene {name!r}: every face has object id 0 (an unlabelled mesh): give faces or vertices object ids")
     lo, hi = mesh.vertices.min(0), mesh.vertices.max(0)
     room = Room(name="room0", kind="mesh", min=[round(float(x), 4) for x in lo], max=[round(float(x), 4) for x in hi])
     return Scene(name=name, source=source, seed=seed, geometry=SCENE_MESH, rooms=[room], objects=objects)  # type: ignore[arg-type]
@@ -70,7 +70,7 @@ def to_z_up(mesh: SceneMesh, up: str) -> SceneMesh:
     if up == "z":
         return mesh
     if up != "y":
-        raise ValueError(f"up axis {up!r}: expected 'z' or 'y'")
+        raise InputError(f"up axis {up!r}: expected 'z' or 'y'")
     v = mesh.vertices
     return SceneMesh(np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1), mesh.triangles, mesh.object_ids, mesh.vertex_colors)
 
@@ -85,7 +85,7 @@ def find_replica_files(path: Path) -> tuple[Path, Path]:
     info = ply.parent / "info_semantic.json"
     for p, what in ((ply, "Replica's mesh_semantic.ply"), (info, "Replica's info_semantic.json beside mesh_semantic.ply")):
         if not p.is_file():
-            raise FileNotFoundError(f"{p}: missing, expected {what} (pass --input <replica>/<scene> or its habitat/ folder)")
+            raise InputError(f"{p}: missing, expected {what} (pass --input <replica>/<scene> or its habitat/ folder)")
     return ply, info
 
 
@@ -119,18 +119,18 @@ def generic_mesh_scene(name: str, path: Path, seed: int = 0, classes_path: Path 
     if path.is_dir():
         found = sorted(p for p in path.iterdir() if p.suffix.lower() in MESH_SUFFIXES)
         if len(found) != 1:
-            raise ValueError(f"{path}: expected exactly one mesh file ({', '.join(MESH_SUFFIXES)}) in the folder, found {len(found)}")
+            raise InputError(f"{path}: expected exactly one mesh file ({', '.join(MESH_SUFFIXES)}) in the folder, found {len(found)}")
         path = found[0]
     suffix = path.suffix.lower()
     if suffix not in MESH_SUFFIXES:
-        raise ValueError(f"{path}: unsupported mesh format {suffix or '(none)'!r}: expected one of {', '.join(MESH_SUFFIXES)}")
+        raise InputError(f"{path}: unsupported mesh format {suffix or '(none)'!r}: expected one of {', '.join(MESH_SUFFIXES)}")
     if suffix == ".ply":
         mesh = to_z_up(read_mesh_ply(path), up or "z")
     else:
         mesh = to_z_up(read_mesh_gltf(path), up or "y")  # glTF is y-up by specification
     classes_path = Path(classes_path) if classes_path else default_class_map(path)
     if not classes_path.is_file():
-        raise FileNotFoundError(f"{classes_path}: missing class map for {path.name}, expected JSON {{\"<object id>\": \"class name\"}} (pass --classes)")
+        raise InputError(f"{classes_path}: missing class map for {path.name}, expected JSON {{\"<object id>\": \"class name\"}} (pass --classes)")
     classes = read_class_map(classes_path)
     used = set(np.unique(mesh.object_ids).tolist()) - {0}
     missing = sorted(used - set(classes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from generation.library import LIBRARY, MOTIFS, PATTERNS, ROOM_KINDS, WORDS, Kind
+from tiermap.formats.base import InputError
 from tiermap.formats.scene import OBB, Appearance, Lexicon, Room, Scene, SceneObject
 
 ROOM_SIZES = {"living room": (5.0, 4.0), "bedroom": (4.0, 3.6), "office": (4.0, 3.6), "kitchen": (4.0, 3.2), "meeting room": (5.0, 4.0)}
@@ -77,7 +78,7 @@ def generate_scene(name: str, seed: int, rooms: list[str] | None = None) -> Scen
     rooms = rooms or ["living room"]
     unknown = [r for r in rooms if r not in ROOM_KINDS]
     if unknown:
-        raise ValueError(f"unknown room kind {unknown[0]!r}: expected one of {sorted(ROOM_KINDS)}")
+        raise InputError(f"unknown room kind {unknown[0]!r}: expected one of {sorted(ROOM_KINDS)}")
     b = _Builder(rng)
     x0, room_list = 0.0, []
     for k, kind_name in enumerate(rooms):

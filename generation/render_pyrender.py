@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from generation.geometry import ObjectGeometry
+from generation.geometry import ObjectGeometry, RendererUnavailableError
 from generation.render_raycast import RaycastRenderer
 from tiermap.formats.sequence import CameraParams, Light
 
@@ -47,8 +47,8 @@ class PyrenderRenderer(RaycastRenderer):
             import pyrender
             import trimesh
         except Exception as err:  # missing EGL libraries surface here
-            raise RuntimeError(f"pyrender renderer unavailable ({type(err).__name__}: {err}); install Debian "
-                               "libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 (make setup) or use --renderer raycast") from None
+            raise RendererUnavailableError(f"pyrender renderer unavailable ({type(err).__name__}: {err}); install Debian "
+                                           "libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 (make setup) or use --renderer raycast") from None
         self._pr = pyrender
         self.scene = _ordered_scene(pyrender)(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
         from PIL import Image
@@ -72,8 +72,8 @@ class PyrenderRenderer(RaycastRenderer):
         try:
             self.renderer = pyrender.OffscreenRenderer(camera.w, camera.h)
         except Exception as err:
-            raise RuntimeError(f"pyrender could not open a headless EGL context ({type(err).__name__}: {err}); "
-                               "install Debian libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 or use --renderer raycast") from None
+            raise RendererUnavailableError(f"pyrender could not open a headless EGL context ({type(err).__name__}: {err}); "
+                                           "install Debian libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 or use --renderer raycast") from None
 
     def _node(self, L: Light):  # type: ignore[no-untyped-def]
         if L.name not in self.light_nodes:

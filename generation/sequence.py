@@ -12,7 +12,7 @@ from generation.coverage import View, plan_coverage, sequence_coverage
 from generation.geometry import ObjectGeometry, sample_surface, scene_bounds, scene_geometry
 from generation.trajectory import FLOORS, floor_z, plan_path, sample_poses, smooth
 from tiermap.atomic import atomic_dir
-from tiermap.formats.base import SchemaError, write_model
+from tiermap.formats.base import InputError, SchemaError, write_model
 from tiermap.formats.loaders import write_loader_configs
 from tiermap.formats.params import PARAMS_FILE
 from tiermap.formats.scene import Scene, read_scene
@@ -97,9 +97,9 @@ def make_renderer(name: str, geometry: list[ObjectGeometry], camera: CameraParam
         from generation.habitat import require_habitat
 
         require_habitat()
-        raise RuntimeError("habitat-sim renders habitat scenes (ReplicaCAD/HM3D, made with --source habitat); "
+        raise InputError("habitat-sim renders habitat scenes (ReplicaCAD/HM3D, made with --source habitat); "
                            "procedural and mesh scenes use pyrender or raycast")
-    raise ValueError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
+    raise InputError(f"unknown renderer {name!r}: expected one of {', '.join(RENDERERS)}")
 
 
 def _input_folder(out_dir: Path) -> str:

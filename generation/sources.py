@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tiermap.formats.base import InputError
 from tiermap.formats.scene import SCENE_SOURCES, Scene, SceneMesh
 
 SOURCES = SCENE_SOURCES
@@ -12,16 +13,16 @@ def build_scene(name: str, source: str, seed: int = 0, input_path: Path | str | 
                 classes: Path | str | None = None, up: str | None = None) -> tuple[Scene, SceneMesh | None]:
     """The scene and, for mesh sources, its normalised labelled mesh (written beside scene.json as mesh.ply)."""
     if source not in SOURCES:
-        raise ValueError(f"unknown scene source {source!r}: expected one of {', '.join(SOURCES)}")
+        raise InputError(f"unknown scene source {source!r}: expected one of {', '.join(SOURCES)}")
     if source == "procedural":
         from generation.procedural import generate_scene
 
         return generate_scene(name, seed=seed, rooms=rooms), None
     if input_path is None:
-        raise ValueError(f"scene {name!r}: source {source!r} needs --input PATH (or `input:` in params.yaml scene.{name})")
+        raise InputError(f"scene {name!r}: source {source!r} needs --input PATH (or `input:` in params.yaml scene.{name})")
     path = Path(input_path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: missing, expected the {source} scene input of scene {name!r}")
+        raise InputError(f"{path}: missing, expected the {source} scene input of scene {name!r}")
     if source == "replica":
         from generation.mesh_scene import replica_scene
 

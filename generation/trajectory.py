@@ -4,13 +4,14 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
+from tiermap.formats.base import InputError
 from tiermap.formats.scene import Scene
 
 STRUCTURE_CLASSES = {"floor", "ceiling", "wall"}
 FLOORS = {"floor", "ceiling"}
 
 
-class NoPathError(ValueError):
+class NoPathError(InputError):
     """A goal cannot be reached through free space."""
 
 
@@ -22,7 +23,7 @@ def free_space(scene: Scene, cell: float = 0.1, robot_radius: float = 0.3, heigh
     scenes, surface points (N, 3) in that height band, kept `robot_radius` away from.
     """
     if not scene.rooms:
-        raise ValueError(f"scene {scene.name!r}: no rooms, so no free space to walk")
+        raise NoPathError(f"scene {scene.name!r}: no rooms, so no free space to walk")
     lo = np.min([r.min for r in scene.rooms], axis=0)
     hi = np.max([r.max for r in scene.rooms], axis=0)
     nx_, ny_ = max(int(np.ceil((hi[0] - lo[0]) / cell)), 1), max(int(np.ceil((hi[1] - lo[1]) / cell)), 1)
@@ -52,7 +53,7 @@ def free_space(scene: Scene, cell: float = 0.1, robot_radius: float = 0.3, heigh
             half = (np.abs(R) @ e)[:2] + robot_radius
             free &= ~((np.abs(gx - c[0]) < half[0]) & (np.abs(gy - c[1]) < half[1]))
     if not free.any():
-        raise ValueError(f"scene {scene.name!r}: no free space at robot height (radius {robot_radius} m)")
+        raise NoPathError(f"scene {scene.name!r}: no free space at robot height (radius {robot_radius} m)")
     return free, np.array([lo[0], lo[1], cell])
 
 

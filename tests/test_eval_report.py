@@ -202,8 +202,9 @@ def test_extra_plots(tmp_path: Path) -> None:
 
     out = report.write_report(tmp_path, {"kind": "retrieval", "method": "m", "overall": {"all_ap": 0.1}},
                               extra_plots={"topdown_room0.png": topdown})
-    assert calls == [tmp_path / "topdown_room0.png"]
+    assert [c.name for c in calls] == ["topdown_room0.png"]  # drawn into the staging folder beside, then moved in
     assert out["topdown_room0.png"] == tmp_path / "topdown_room0.png"
+    assert (tmp_path / "topdown_room0.png").read_bytes() == b"x" and not calls[0].exists()
     assert "frequency.png" not in out
 
 

@@ -283,7 +283,7 @@ def test_dvc_artifact_added_once_keeping_comments(tmp_path: Path) -> None:
     assert "# the pipeline" in text and "echo 'x'  # quoted" in text and "d-gt:" in text
     assert add_dvc_artifact(path, "d-gt", {"path": "elsewhere"}) is False and path.read_text() == text
     path.write_text("stages: [unclosed\n")
-    with pytest.raises(SchemaError, match=r"dvc\.yaml.*<file>.*YAML"):
+    with pytest.raises(SchemaError, match=r"dvc\.yaml: field 'line 2, column 1': expected valid YAML"):
         add_dvc_artifact(path, "d-gt", entry)
 
 

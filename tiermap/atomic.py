@@ -61,3 +61,26 @@ def atomic_dir(path: Path | str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def staged_files(path: Path | str) -> Iterator[Path]:
+    """Yield a temp folder beside `path`; on success its files move into `path` (kept: other files there), on error it is removed.
+
+    A missing `path` appears in one rename; otherwise each file is renamed into place, after every file was written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    tmp.chmod(0o777 & ~_umask())
+    try:
+        yield tmp
+        if not path.exists():
+            os.replace(tmp, path)
+            return
+        for f in sorted(tmp.iterdir()):
+            os.replace(f, path / f.name)
+        tmp.rmdir()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

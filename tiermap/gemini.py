@@ -12,6 +12,10 @@ from tiermap.formats.base import SchemaError
 M = TypeVar("M", bound=BaseModel)
 
 
+class GeminiError(RuntimeError):
+    """The Gemini API refused or failed a request after retries."""
+
+
 def gemini_client(purpose: str) -> Any:
     """A google-genai client from GEMINI_API_KEY / GOOGLE_API_KEY (and GOOGLE_GEMINI_BASE_URL), retrying 429 and 5xx with backoff."""
     genai = import_extra("google.genai", "pipeline", f"Gemini ({purpose})")
@@ -36,7 +40,7 @@ def ask_image(client: Any, model: str, image_png: bytes, prompt: str, answer: ty
             config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=answer,
                                                temperature=0.0, system_instruction=system))
     except errors.APIError as err:
-        raise RuntimeError(f"Gemini {model}: HTTP {err.code} {err.status or ''} {str(err.message or '')[:120]} (after retries)") from None
+        raise GeminiError(f"Gemini {model}: HTTP {err.code} {err.status or ''} {str(err.message or '')[:120]} (after retries)") from None
     if resp.parsed is None:
         fields = ", ".join(answer.model_fields)
         raise SchemaError(f"gemini:{model}", "<answer>", f"JSON with fields {fields}", resp.text)

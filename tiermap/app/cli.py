@@ -19,8 +19,9 @@ from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
 from tiermap.extras import MissingExtraError, extra_of, require
-from tiermap.formats.base import SchemaError
-from tiermap.formats.layout import DatasetPaths
+from tiermap.errors import command_paths, is_user_error
+from tiermap.formats.base import InputError
+from tiermap.formats.layout import NAME_RULE, DatasetPaths, plain_name
 from tiermap.formats.params import PARAMS_FILE
 
 console = Console()
@@ -39,6 +40,8 @@ class TiermapGroup(typer.core.TyperGroup):
         """Run the command; a ModuleNotFoundError of an extra's module names the extra to install."""
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as err:  # a bad option value (`--seed abc`): one line naming the option
+            _fail(InputError(err.format_message()))
         except ModuleNotFoundError as err:
             extra = extra_of(err.name)
             if extra is None:
@@ -72,8 +75,13 @@ app.add_typer(annotate, name="annotate")
 app.add_typer(eval_app, name="eval")
 app.add_typer(baseline_app, name="baseline")
 
+def _plain(param: typer.CallbackParam, value: str | None) -> str | None:
+    """--dataset and --scene are plain names, checked before any work."""
+    return None if value is None else _run(plain_name, value, f"--{param.name}")
+
+
 RootOpt = Annotated[Path, typer.Option("--root", envvar="TIERMAP_DATA", help="Data root (default: datasets/).")]
-DatasetOpt = Annotated[str, typer.Option("--dataset", help="Dataset name under the data root.")]
+DatasetOpt = Annotated[str, typer.Option("--dataset", help=f"Dataset name under the data root ({NAME_RULE}).", callback=_plain)]
 ParamsOpt = Annotated[Path, typer.Option("--params", help="Pipeline parameters file.")]
 
 
@@ -82,19 +90,25 @@ def _paths(root: Path, dataset: str) -> DatasetPaths:
 
 
 def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    """Call a library function; known input errors become one red line and exit code 2."""
+    """Call a library function; input errors become one red line and exit code 2, anything else keeps its traceback."""
+    from annotation.ls_server import LabelStudioError
     from generation.conditions import UnknownConditionError
-    from generation.trajectory import NoPathError
+    from generation.geometry import RendererUnavailableError
     from tiermap.app.release import ReleaseError
+    from tiermap.app.stages import DvcError
+    from tiermap.gemini import GeminiError
 
     try:
         return fn(*args, **kwargs)
-    except (SchemaError, ReleaseError, UnknownConditionError, NoPathError, FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+    except Exception as err:
+        if not is_user_error(err, command_paths(), (ReleaseError, UnknownConditionError, LabelStudioError, RendererUnavailableError,
+                                                    DvcError, GeminiError)):
+            raise
         _fail(err)
 
 
 @generate.command("scene", cls=PipelineCommand)
-def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).")],
+def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).", callback=_plain)],
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                    source: Annotated[str | None, typer.Option(help="procedural | replica | mesh | habitat (default: params, else procedural).")] = None,
                    seed: Annotated[int | None, typer.Option(help="Seed of the scene (procedural layout; the path of every source).")] = None,
@@ -111,7 +125,7 @@ def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of
 
 
 @generate.command("sequence", cls=PipelineCommand)
-def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
+def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.", callback=_plain)],
                       condition: Annotated[str, typer.Option(help="Condition name (a key of params.yaml `lighting`).")],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast | habitat (default: params render.renderer).")] = None) -> None:
@@ -123,7 +137,7 @@ def generate_sequence(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 
 @generate.command("gt", cls=PipelineCommand)
-def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
+def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.", callback=_plain)],
                 root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                 out: Annotated[Path | None, typer.Option(help="Output folder (default <root>/<dataset>/gt/<scene>).")] = None) -> None:
     """Scene GT: point cloud with object ids, BenchBot objects.json, per-object visibility."""
@@ -134,7 +148,7 @@ def generate_gt(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 
 @generate.command("preview", cls=PipelineCommand)
-def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
+def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.", callback=_plain)],
                      root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Contact sheet (same frames under every condition) and top-down map PNGs of a scene."""
     from tiermap.app.stages import load_params, make_preview
@@ -144,7 +158,7 @@ def generate_preview(scene: Annotated[str, typer.Option(help="Scene name.")],
 
 
 @generate.command("closeups", cls=PipelineCommand)
-def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.")],
+def generate_closeups(scene: Annotated[str, typer.Option(help="Scene name.", callback=_plain)],
                       root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
                       renderer: Annotated[str | None, typer.Option(help="pyrender | raycast (default: params render.renderer).")] = None) -> None:
     """Close-up views of every object under the reference lighting (what annotators' crops are cut from)."""
@@ -168,7 +182,7 @@ def _show(counts: dict) -> None:  # type: ignore[type-arg]
 
 
 @annotate.command("crops", cls=PipelineCommand)
-def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).")] = None,
+def annotate_crops(scene: Annotated[str | None, typer.Option(help="One scene (default: every scene of params.yaml).", callback=_plain)] = None,
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Pick the best views of every visible object and write masked, context and frame crops under crops/<scene>/."""
     from tiermap.app.stages import load_params, make_crops
@@ -251,7 +265,7 @@ def annotate_suggest(gemini: Annotated[bool, typer.Option("--gemini", help="Ask 
     from annotation.suggest import suggest
 
     if not gemini:
-        _fail(ValueError("choose a suggestion source: --gemini"))
+        _fail(InputError("choose a suggestion source: --gemini"))
     _show(_run(lambda: suggest(_paths(root, dataset), _scenes(params), model, log=console.print)))
 
 
@@ -265,7 +279,7 @@ def users_add(emails: Annotated[list[str] | None, typer.Argument(help="E-mail ad
     from annotation.annotators import add_users, default_emails
 
     if not emails and not simulated:
-        _fail(ValueError("name the annotators' e-mail addresses (or --simulated N)"))
+        _fail(InputError("name the annotators' e-mail addresses (or --simulated N)"))
     ds = _paths(root, dataset)
     made = _run(lambda: add_users(ds, list(emails or default_emails(simulated)), simulated=bool(simulated and not emails),
                                   reset_password=reset_password, log=console.print))

@@ -30,7 +30,8 @@ from tiermap.formats.records import (
     write_release_manifest,
 )
 
-VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+VERSION_RE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+"""A canonical X.Y.Z: no leading zeros, so each version has one tag that `dvc artifacts get --rev vX.Y.Z` finds."""
 
 
 class ReleaseError(RuntimeError):
@@ -54,14 +55,16 @@ def tag_name(dataset: str, version: str) -> str:
     return f"{artifact_name(dataset)}@v{version}"
 
 
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """A canonical X.Y.Z as numbers (so 0.10.0 > 0.9.0); None for anything else (01.2.3, 1.0, v1.2.3)."""
+    m = VERSION_RE.fullmatch(text)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
 def released_versions(repo: Path, dataset: str) -> list[tuple[int, int, int]]:
-    """Versions already tagged for this dataset, ascending."""
-    out = []
-    for t in _git(["tag", "-l", f"{artifact_name(dataset)}@v*"], repo).split():
-        m = VERSION_RE.match(t.split("@v", 1)[1])
-        if m:
-            out.append(tuple(int(x) for x in m.groups()))
-    return sorted(out)  # type: ignore[return-value]
+    """Canonical versions already tagged for this dataset, ascending (other tags are not releases `dvc artifacts get` finds)."""
+    found = (parse_version(t.split("@v", 1)[1]) for t in _git(["tag", "-l", f"{artifact_name(dataset)}@v*"], repo).split())
+    return sorted(v for v in found if v is not None)
 
 
 def manifest(ds: DatasetPaths, version: str, today: str) -> ReleaseManifest:
@@ -161,8 +164,9 @@ def ensure_artifact(repo: Path, ds: DatasetPaths) -> bool:
 
 def check_ready(repo: Path, ds: DatasetPaths, version: str, remote: str | None) -> tuple[str, str | None]:
     """Every refusal condition; returns (remote name, previous version)."""
-    if not VERSION_RE.match(version):
-        raise ReleaseError(f"version {version!r}: expected X.Y.Z (e.g. 0.1.0)")
+    new = parse_version(version)
+    if new is None:
+        raise ReleaseError(f"version {version!r}: expected X.Y.Z, numbers without leading zeros (e.g. 0.1.0)")
     dirty = _git(["status", "--porcelain"], repo).splitlines()
     if dirty:
         raise ReleaseError(f"working tree is dirty ({len(dirty)} change(s), e.g. '{dirty[0].strip()}'): commit or stash first")
@@ -171,7 +175,6 @@ def check_ready(repo: Path, ds: DatasetPaths, version: str, remote: str | None) 
     if not name or name not in remotes:
         raise ReleaseError(f"DVC remote {name or '(default)'} is not configured (have {remotes or 'none'}): "
                            "add one with `dvc remote add -d NAME PATH_OR_URL`")
-    new = tuple(int(x) for x in version.split("."))
     have = released_versions(repo, ds.name)
     if new in have:
         raise ReleaseError(f"{tag_name(ds.name, version)} already exists: pick a higher version")

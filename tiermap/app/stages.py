@@ -36,7 +36,7 @@ def load_params(path: Path | str = PARAMS_FILE) -> dict[str, Any]:
 
 def build_dir(ds: DatasetPaths, scene: str) -> Path:
     """Per-scene GT of the pipeline (cloud, objects.json, visibility) before labels join it in gt/."""
-    return ds.dir / "build" / scene
+    return ds.scene_folder("build", scene)
 
 
 def make_scene(ds: DatasetPaths, scene: str, params: dict[str, Any], source: str | None = None, seed: int | None = None,
@@ -72,7 +72,7 @@ def make_scene_gt(ds: DatasetPaths, scene: str, params: dict[str, Any], out: Pat
 
     g = params["gt"]
     ref = ds.sequence_dir(scene, params["reference_condition"])
-    with atomic_dir(out or ds.gt / scene) as tmp:
+    with atomic_dir(out or ds.scene_folder("gt", scene)) as tmp:
         return build_scene_gt(ds.scene_dir(scene) / SCENE_FILE, ref, tmp, float(g["density"]), int(g["min_pixels"]))
 
 
@@ -80,7 +80,7 @@ def make_preview(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> list[P
     """previews/<scene>/contact_sheet.png and topdown.png."""
     from generation.preview import contact_sheet, topdown_map
 
-    out = ds.dir / "previews" / scene
+    out = ds.scene_folder("previews", scene)
     seqs = {c: ds.sequence_dir(scene, c) for c in params["conditions"]}
     sc = read_scene(ds.scene_dir(scene) / SCENE_FILE)
     traj = read_traj(ds.sequence_dir(scene, params["reference_condition"]) / TRAJ_FILE)
@@ -100,7 +100,7 @@ def labels_from_lexicon(ds: DatasetPaths, scenes: list[str]) -> Path:
 
 def closeups_dir(ds: DatasetPaths, scene: str) -> Path:
     """datasets/<d>/closeups/<scene>/: dedicated close-up renders of every object."""
-    return ds.dir / "closeups" / scene
+    return ds.scene_folder("closeups", scene)
 
 
 def make_closeups(ds: DatasetPaths, scene: str, params: dict[str, Any], renderer: str | None = None) -> CloseupIndex:
@@ -118,7 +118,7 @@ def make_crops(ds: DatasetPaths, scene: str, params: dict[str, Any]) -> CropInde
 
     c = params["annotation"]["crops"]
     return write_crops(ds.scene_dir(scene) / SCENE_FILE, ds.sequence_dir(scene, params["reference_condition"]),
-                       build_dir(ds, scene) / VISIBILITY_FILE, ds.dir / "crops" / scene,
+                       build_dir(ds, scene) / VISIBILITY_FILE, ds.scene_folder("crops", scene),
                        k=int(c["k"]), min_pixels=int(c["min_pixels"]), pad=float(c["pad"]), size=int(c["size"]),
                        closeup_dir=closeups_dir(ds, scene))
 
@@ -186,6 +186,10 @@ def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     return counts
 
 
+class DvcError(RuntimeError):
+    """A dvc command failed (its last line says why)."""
+
+
 def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess[str]:
     """Run a dvc command with the offline settings."""
     import os
@@ -199,7 +203,7 @@ def dvc(args: list[str], cwd: Path | str = ".", check: bool = True, quiet: bool 
     res = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=quiet)
     if check and res.returncode != 0:
         detail = (res.stderr or res.stdout or "").strip().splitlines()[-1:] if quiet else []
-        raise RuntimeError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
+        raise DvcError(f"`dvc {' '.join(args)}` failed (exit {res.returncode}){': ' + detail[0] if detail else ''}")
     return res
 
 

@@ -1,4 +1,4 @@
-"""Shared pieces of every format: the one error type, the strict model base, JSON read/write."""
+"""Shared pieces of every format: the input error types, the strict model base, JSON and .npy reading."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tiermap import atomic
 
 
-class SchemaError(ValueError):
+class InputError(ValueError):
+    """Input the user can fix (a file, an option, a name, the environment): the CLIs show it as one line, no traceback."""
+
+
+class SchemaError(InputError):
     """A file does not match the data contract."""
 
     def __init__(self, path: Path | str, field: str, expected: str, got: Any = None) -> None:
@@ -58,6 +62,22 @@ def read_json(path: Path | str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise SchemaError(path, "<file>", f"valid JSON ({err})") from None
+
+
+def read_npy(path: Path | str, field: str) -> np.ndarray:
+    """One array from a .npy file; another container (an .npz archive, a pickle, text) is a SchemaError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchemaError(path, "<file>", "an existing .npy file")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise SchemaError(path, field, "a numpy .npy array (no pickled objects)", f"{type(err).__name__}: {str(err).split('. ')[0]}") from None
+    if not isinstance(arr, np.ndarray):
+        names = sorted(arr.files)
+        arr.close()
+        raise SchemaError(path, field, "a numpy .npy array (one array, not an .npz archive)", f"an .npz archive of {names}")
+    return arr
 
 
 def read_model(cls: type[M], path: Path | str) -> M:

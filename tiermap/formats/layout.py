@@ -1,8 +1,10 @@
 """Where every file of a dataset lives: folder layout and file names, defined once."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from tiermap.formats.base import SchemaError
 from tiermap.formats.benchbot import OBJECTS_FILE, read_benchbot_gt
 from tiermap.formats.openlex3d import (
     GT_CATEGORIES_FILE,
@@ -16,21 +18,44 @@ from tiermap.formats.openlex3d import (
 from tiermap.formats.records import RELEASE_FILE, RELEASE_NOTES, VALIDATION_FILE
 
 
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+NAME_RULE = "a plain name: a letter or digit, then letters, digits, '_', '.' or '-' (no path separator, no leading dot)"
+"""Dataset, scene and condition names are one folder each under the data root: never a path, never hidden, never `..`."""
+
+
+def name_error(value: object) -> str | None:
+    """Why `value` is not a plain name (None when it is one)."""
+    return None if isinstance(value, str) and NAME_RE.fullmatch(value) else NAME_RULE
+
+
+def plain_name(value: str, what: str, where: Path | str = "<options>") -> str:
+    """`value` when it is a plain name, else a SchemaError naming `where` and the field `what`."""
+    if name_error(value):
+        raise SchemaError(where, what, NAME_RULE, value)
+    return value
+
+
 class DatasetPaths:
-    """Paths of one dataset under the data root (the layout of the data contract)."""
+    """Paths of one dataset under the data root (the layout of the data contract); names are checked to be plain names."""
 
     def __init__(self, root: Path | str, name: str) -> None:
         self.root = Path(root)
-        self.name = name
+        self.name = plain_name(name, "dataset", self.root)
         self.dir = self.root / name
+
+    def scene_folder(self, kind: str, scene: str) -> Path:
+        """datasets/<d>/<kind>/<scene>/ (scenes, build, closeups, crops, previews, gt, ...)."""
+        if scene == PREPARED_SEMANTICS_DIR:  # gt/prepared_semantics/ holds every scene's ScanNet++-style copy
+            raise SchemaError(self.dir, "scene", f"a scene name other than {PREPARED_SEMANTICS_DIR!r} (a folder of gt/)", scene)
+        return self.dir / kind / plain_name(scene, "scene", self.dir)
 
     def scene_dir(self, scene: str) -> Path:
         """datasets/<d>/scenes/<scene>/."""
-        return self.dir / "scenes" / scene
+        return self.scene_folder("scenes", scene)
 
     def sequence_dir(self, scene: str, condition: str) -> Path:
         """datasets/<d>/sequences/<scene>/<condition>/."""
-        return self.dir / "sequences" / scene / condition
+        return self.scene_folder("sequences", scene) / plain_name(condition, "condition", self.dir)
 
     @property
     def gt(self) -> Path:

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import field_validator, model_validator
 
 from tiermap import atomic
-from tiermap.formats.base import Model, SchemaError, read_model
+from tiermap.formats.base import Model, SchemaError, read_model, read_npy
 
 GT_CLOUD_FILE = "gt_cloud.ply"
 PREPARED_SEMANTICS_DIR = "prepared_semantics"
@@ -96,22 +96,33 @@ def read_gt_categories(path: Path | str) -> GTCategories:
     return read_model(GTCategories, path)
 
 
+def check_ids_in_cloud(path: Path | str, ids: list[int] | set[int], cloud: Path | str, cloud_ids: np.ndarray, field: str) -> None:
+    """Every object id a GT file names has points in the GT cloud (else it is scored as never seen, or shifts scores)."""
+    absent = sorted(set(ids) - set(np.unique(cloud_ids).tolist()))
+    if absent:
+        raise SchemaError(path, field, f"ids of objects in {Path(cloud).name} ({len(absent)} absent)", absent[:5])
+
+
 def read_query_mapping(path: Path | str) -> QueryMapping:
     """gt_categories_query_to_object_mapping_*.json."""
     return read_model(QueryMapping, path)
 
 
 def read_prompt_list(path: Path | str) -> list[str]:
-    """prompt_list.txt: one label per line; blank lines are an error (the official code silently scores them)."""
+    """prompt_list.txt: one label per line; blank and repeated lines are errors (the official code silently scores them)."""
     path = Path(path)
     if not path.is_file():
         raise SchemaError(path, "<file>", "an existing file")
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    seen: dict[str, int] = {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             raise SchemaError(path, f"line {n}", "a non-blank prompt")
+        if line.strip() in seen:
+            raise SchemaError(path, f"line {n}", f"each prompt once (already on line {seen[line.strip()]})", line.strip())
+        seen[line.strip()] = n
     return [ln.strip() for ln in lines]
 
 
@@ -151,7 +162,7 @@ def read_gt_cloud(path: Path | str, ids_path: Path | str | None = None) -> tuple
     if not path.is_file():
         raise SchemaError(path, "<file>", "an existing file")
     if ids_path is not None:
-        points, ids = np.load(path), np.load(ids_path)
+        points, ids = read_npy(path, "points"), read_npy(ids_path, "ids")
         if points.ndim != 2 or points.shape[1] != 3:
             raise SchemaError(path, "points", "an array of shape (N, 3)", points.shape)
         if ids.shape != (len(points),):

@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from tiermap.formats.base import Model, PosInt, SchemaError, _pydantic_error
+from tiermap.formats.layout import name_error
 
 PARAMS_FILE = "params.yaml"
 DVC_FILE = "dvc.yaml"
@@ -14,6 +15,18 @@ DVC_FILE = "dvc.yaml"
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Seed = Annotated[int, Field(strict=True)]
+"""A seed is an integer as written (`seed: "3"` is a string, not a seed)."""
+
+
+def _plain(value: str) -> str:
+    if name_error(value):
+        raise ValueError(name_error(value))
+    return value
+
+
+Name = Annotated[str, AfterValidator(_plain)]
+"""A dataset, scene or condition name: one folder under the data root (formats.layout.NAME_RULE)."""
 
 
 class RenderParams(Model):
@@ -70,7 +83,7 @@ class ProceduralScene(Model):
     """A procedural scene of `scene`: seed and room kinds."""
 
     source: Literal["procedural"] = "procedural"
-    seed: int
+    seed: Seed
     rooms: list[str] | None = None
 
 
@@ -79,7 +92,7 @@ class MeshScene(Model):
 
     source: Literal["replica", "mesh", "habitat"]
     input: str
-    seed: int = 0
+    seed: Seed = 0
     classes: str | None = None
     up: str | None = None
 
@@ -87,16 +100,16 @@ class MeshScene(Model):
 class Params(Model):
     """params.yaml."""
 
-    dataset: str = "demo"
-    scenes: Annotated[list[str], Field(min_length=1)]
-    scene: dict[str, ProceduralScene] = {}
-    mesh_scene: dict[str, MeshScene] | None = None
-    conditions: Annotated[list[str], Field(min_length=1)]
+    dataset: Name = "demo"
+    scenes: Annotated[list[Name], Field(min_length=1)]
+    scene: dict[Name, ProceduralScene] = {}
+    mesh_scene: dict[Name, MeshScene] | None = None
+    conditions: Annotated[list[Name], Field(min_length=1)]
     reference_condition: str = "baseline"
     render: RenderParams
     trajectory: TrajectoryParams
     lighting: dict[str, dict[str, Any]]
-    gt: GTParams = GTParams()
+    gt: GTParams
     annotation: AnnotationParams = AnnotationParams()
 
 
@@ -126,8 +139,16 @@ def read_params(path: Path | str = PARAMS_FILE) -> tuple[Params, dict[str, Any]]
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise SchemaError(path, "<file>", f"valid YAML ({str(err).splitlines()[0]})") from None
+        raise yaml_error(path, err) from None
     return check_params(data, path), data
+
+
+def yaml_error(path: Path | str, err: Exception) -> SchemaError:
+    """A YAML parse error (PyYAML or ruamel) as one line naming the file, the line and the column."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "<file>"
+    what = getattr(err, "problem", None) or getattr(err, "context", None) or type(err).__name__
+    return SchemaError(path, where, f"valid YAML ({what})")
 
 
 def add_dvc_artifact(path: Path | str, name: str, entry: dict[str, Any]) -> bool:
@@ -145,7 +166,7 @@ def add_dvc_artifact(path: Path | str, name: str, entry: dict[str, Any]) -> bool
     try:
         data = y.load(path.read_text(encoding="utf-8")) if path.is_file() else None
     except YAMLError as err:
-        raise SchemaError(path, "<file>", f"YAML ({type(err).__name__})") from None
+        raise yaml_error(path, err) from None
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise SchemaError(path, "<root>", "a mapping (stages, artifacts, ...)", type(data).__name__)

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from tiermap import atomic
-from tiermap.formats.base import SchemaError
+from tiermap.formats.base import SchemaError, read_npy
 
 TEXT_FEATURES_FILE = "text_features.npz"
 
@@ -77,11 +77,8 @@ def read_predictions(folder: Path | str, allow_unassigned: bool = True) -> Predi
     for name in (EMBEDDINGS_FILE, POINT_INDEX_FILE):
         if not (folder / name).is_file():
             raise SchemaError(folder / name, "<file>", "an existing file (official OpenLex3D predictions layout)")
-    try:
-        emb = np.load(folder / EMBEDDINGS_FILE, allow_pickle=False)
-        index = np.load(folder / POINT_INDEX_FILE, allow_pickle=False)
-    except ValueError as err:
-        raise SchemaError(folder, "embeddings.npy/index.npy", f"plain numpy arrays ({err})") from None
+    emb = read_npy(folder / EMBEDDINGS_FILE, "embeddings")
+    index = read_npy(folder / POINT_INDEX_FILE, "index")
     check_features(folder / EMBEDDINGS_FILE, "embeddings", emb)
     ipath = folder / POINT_INDEX_FILE
     if index.ndim != 1 or index.shape[0] != len(points):
@@ -125,9 +122,15 @@ def read_text_features(path: Path | str) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise SchemaError(path, "<file>", "an existing .npz file with arrays 'texts' and 'feats'")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        z = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise SchemaError(path, "<file>", f"a numpy .npz archive ({type(err).__name__})") from None
+    if isinstance(z, np.ndarray):
+        raise SchemaError(path, "<file>", "a numpy .npz archive with arrays 'texts' and 'feats'", f"one .npy array {z.shape}")
+    try:
+        with z:
             arrays = {k: z[k] for k in z.files}
-    except Exception as err:
+    except (ValueError, OSError, EOFError) as err:
         raise SchemaError(path, "<file>", f"a numpy .npz archive ({type(err).__name__})") from None
     for key in ("texts", "feats"):
         if key not in arrays:
@@ -155,10 +158,7 @@ def read_point_labels(folder: Path | str) -> tuple[np.ndarray, np.ndarray]:
     folder = Path(folder)
     points = read_point_positions(find_prediction_cloud(folder))
     path = folder / POINT_LABELS_FILE
-    try:
-        labels = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise SchemaError(path, "<file>", f"a numpy array of class ids ({type(err).__name__})") from None
+    labels = read_npy(path, "labels")
     if labels.shape != (len(points),) or not np.issubdtype(labels.dtype, np.integer):
         raise SchemaError(path, "labels", f"integer class ids, shape ({len(points)},)", f"{labels.dtype} {labels.shape}")
     return points, labels

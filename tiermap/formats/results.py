@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,25 @@ RESULTS_MD = "results.md"
 KINDS = ("segmentation", "retrieval", "omq", "osma")
 REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions"}
 """The section each kind of result must carry (a JSON object)."""
+
+
+def check_out_dir(path: Path | str) -> Path:
+    """An output folder that can be written (report files are staged beside it), checked before any work; SchemaError otherwise."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SchemaError(path, "--out", "a folder (a file is in the way)")
+    need = [path] if path.is_dir() else []
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SchemaError(path, "--out", f"a folder path ({parent} is a file)")
+    for folder in [*need, parent]:
+        try:
+            shutil.rmtree(tempfile.mkdtemp(prefix=".tiermap-write-check.", dir=folder))
+        except OSError as err:
+            raise SchemaError(path, "--out", f"a writable folder ({folder}: {err.strerror or err})") from None
+    return path
 
 
 def result_kind(result: Any, src: Path | str) -> str:
