@@ -16,7 +16,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from generation.geometry import scene_geometry
+from generation.geometry import ray_scene, scene_geometry
 from generation.procedural import generate_scene
 from generation.sequence import render_sequence
 from tests.conftest import small_params
@@ -75,12 +75,7 @@ def sequence(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
 
 def distance_to_mesh(points: np.ndarray, geometry: list) -> np.ndarray:
     """Exact distance of each point to the nearest scene triangle."""
-    rc = o3d.t.geometry.RaycastingScene()
-    for g in geometry:
-        m = o3d.t.geometry.TriangleMesh()
-        m.vertex.positions = o3d.core.Tensor(g.vertices.astype(np.float32))
-        m.triangle.indices = o3d.core.Tensor(g.triangles.astype(np.int32))
-        rc.add_triangles(m)
+    rc, _ = ray_scene(geometry)
     return rc.compute_distance(o3d.core.Tensor(points.astype(np.float32))).numpy()
 
 

@@ -40,13 +40,19 @@ def write_text(path: Path | str, text: str, mode: int | None = None) -> Path:
     return write_bytes(path, text.encode("utf-8"), mode)
 
 
+def _partial_dir(path: Path) -> Path:
+    """A new temp folder beside `path` (same filesystem, so renames are atomic), with umask permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    tmp.chmod(0o777 & ~_umask())
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_dir(path: Path | str) -> Iterator[Path]:
     """Yield a temp folder beside `path`; on success it replaces `path`, on error it is removed."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
-    tmp.chmod(0o777 & ~_umask())
+    tmp = _partial_dir(path)
     try:
         yield tmp
         if path.exists():
@@ -70,9 +76,7 @@ def staged_files(path: Path | str) -> Iterator[Path]:
     A missing `path` appears in one rename; otherwise each file is renamed into place, after every file was written.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
-    tmp.chmod(0o777 & ~_umask())
+    tmp = _partial_dir(path)
     try:
         yield tmp
         if not path.exists():
