@@ -136,7 +136,8 @@ def test_replica_renders_match_its_geometry_and_gt(replica_render: tuple[Dataset
             p = pts[ids == oid]
             assert np.percentile(box_surface_distance(p, sc.object(oid).obb), 95) < 0.02
             assert np.median(cKDTree(gt_pts[gt_ids == oid]).query(p)[0]) < 0.02
-    assert {1, 2} <= seen or {1, 3} <= seen or len(seen - {0}) >= 3
+    # The path's first, middle and last frames together see every object, and the unlisted box only as id 0.
+    assert seen == {0} | set(TRUE)
     # Lighting changes RGB only: depth and instance ids are identical across conditions.
     c = ds.sequence_dir("office0", "camera_light")
     for i in range(n):
