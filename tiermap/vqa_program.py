@@ -10,16 +10,22 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tiermap.formats.scene_graph import STRUCTURAL, GraphEdge, GraphNode, RelationThresholds, SceneGraph
+from tiermap.formats.scene_graph import (
+    STRUCTURAL,
+    GraphEdge,
+    GraphNode,
+    RelationThresholds,
+    SceneGraph,
+)
 from tiermap.formats.vqa import (
     NO,
     YES,
     Afford,
     Attribute,
-    Count,
-    CountRelated,
     CompareCount,
     CompareSize,
+    Count,
+    CountRelated,
     Exists,
     Logic,
     Program,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -111,10 +111,10 @@ class Logic(Model):
     """Both / either of two yes/no programs → yes/no."""
 
     op: Literal["and", "or"]
-    args: Annotated[list[Union[Exists, Relates, CompareCount]], Field(min_length=2, max_length=2)]
+    args: Annotated[list[Exists | Relates | CompareCount], Field(min_length=2, max_length=2)]
 
 
-Program = Annotated[Union[Exists, Count, CountRelated, Relates, Related, Attribute, CompareCount, CompareSize, Afford, Logic],
+Program = Annotated[Exists | Count | CountRelated | Relates | Related | Attribute | CompareCount | CompareSize | Afford | Logic,
                     Field(discriminator="op")]
 
 
