@@ -130,3 +130,17 @@ def aggregate_dataset_with_report(labels: pd.DataFrame, scenes: Mapping[str, Map
         sub = groups.get(scene, df.iloc[:0])
         out[scene] = _samples(sub, scene, scenes.get(scene, {}))
     return out, report
+
+
+def agreed_synonyms(labels: pd.DataFrame) -> dict[str, dict[int, list[str]]]:
+    """Per scene and object: the synonyms typed by more than half of the object's annotators (the questions' wordings)."""
+    df = _normalised(labels)
+    out: dict[str, dict[int, list[str]]] = {}
+    if not len(df):
+        return out
+    n = df.groupby(["scene", "object_id"])["annotator"].nunique()
+    syn = df[df["category"] == "synonyms"].groupby(["scene", "object_id", "label"])["annotator"].nunique()
+    for (scene, oid, label), k in syn.items():
+        if k > n[(scene, oid)] / 2:
+            out.setdefault(str(scene), {}).setdefault(int(oid), []).append(str(label))
+    return out

@@ -99,6 +99,24 @@ def K(name: str, size, syn, vis=(), support=("floor",), parts=solid, textures=()
 TOPS = ("table", "desk", "kitchen counter", "meeting table", "nightstand")
 WOOD = ((0.55, 0.38, 0.22), (0.72, 0.56, 0.38), (0.35, 0.24, 0.15), (0.85, 0.8, 0.72))
 FABRIC = ((0.3, 0.35, 0.55), (0.6, 0.25, 0.25), (0.45, 0.5, 0.4), (0.75, 0.72, 0.65), (0.2, 0.2, 0.22))
+MATERIALS: dict[str, str] = {
+    "fridge": "metal", "microwave": "metal", "monitor": "plastic", "tv": "plastic", "keyboard": "plastic", "laptop": "plastic",
+    "mug": "ceramic", "bowl": "ceramic", "vase": "ceramic", "bottle": "plastic", "rug": "fabric", "pillow": "fabric",
+    "book": "paper", "box": "cardboard", "painting": "canvas", "poster": "paper", "window": "glass", "trash bin": "plastic",
+    "whiteboard": "plastic", "bed": "fabric", "sofa": "fabric", "armchair": "fabric", "office chair": "fabric",
+}
+"""Material of a class whose colour does not say it (wooden and fabric colours say wood and fabric)."""
+
+
+def material_of(name: str, color: tuple[float, ...]) -> str | None:
+    """The material a library object of this class and colour is made of (None: not stated)."""
+    if tuple(color) in WOOD:
+        return "wood"
+    if tuple(color) in FABRIC:
+        return "fabric"
+    return MATERIALS.get(name)
+
+
 LIBRARY: dict[str, Kind] = {k.name: k for k in [
     K("table", ((1.0, 1.6), (0.7, 0.9), (0.72, 0.78)), ["table", "dining table"], ["desk"], parts=table, colors=WOOD),
     K("desk", ((1.2, 1.6), (0.6, 0.75), (0.72, 0.76)), ["desk", "writing desk"], ["table"], parts=table, colors=WOOD),

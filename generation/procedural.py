@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generation.library import LIBRARY, MOTIFS, PATTERNS, ROOM_KINDS, WORDS, Kind
+from generation.library import LIBRARY, MOTIFS, PATTERNS, ROOM_KINDS, WORDS, Kind, material_of
 from tiermap.formats.base import InputError
 from tiermap.formats.scene import OBB, Appearance, Lexicon, Room, Scene, SceneObject
 
@@ -36,14 +36,15 @@ def _appearance(kind: Kind, rng: np.random.Generator) -> tuple[Appearance, list[
     """Colour and texture; the texture's pattern, motif or words become the object's depictions."""
     colors = kind.colors or ((rng.uniform(0.25, 0.95), rng.uniform(0.25, 0.95), rng.uniform(0.25, 0.95)),)
     color = [round(float(c), 3) for c in colors[int(rng.integers(len(colors)))]]
+    material = material_of(kind.name, tuple(color))
     if not kind.textures or rng.random() < 0.25:
-        return Appearance(color=color), []
+        return Appearance(color=color, material=material), []
     tex = str(kind.textures[int(rng.integers(len(kind.textures)))])
     if tex == "words":
         word = str(WORDS[int(rng.integers(len(WORDS)))])
-        return Appearance(color=color, texture="words", text=word), [word, "text", "words"]
+        return Appearance(color=color, texture="words", text=word, material=material), [word, "text", "words"]
     assert tex in PATTERNS or tex in MOTIFS, tex
-    return Appearance(color=color, texture=tex), [tex]
+    return Appearance(color=color, texture=tex, material=material), [tex]
 
 
 class _Builder:

@@ -323,8 +323,10 @@ def aggregate(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", pa
 def clutter(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE)) -> None:
     """Clutter from oriented-box IoU > 0 and the published gt/ (query mappings, prompt list, scene GT)."""
     from tiermap.app.stages import make_clutter
+    from tiermap.formats.params import read_params
 
-    _show(_run(lambda: make_clutter(_paths(root, dataset), _scenes(params))))
+    p = _run(lambda: read_params(params))[0]
+    _show(_run(lambda: make_clutter(_paths(root, dataset), p.scenes, p.vqa)))
 
 
 @app.command("validate", cls=PipelineCommand)

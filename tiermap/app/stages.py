@@ -24,7 +24,7 @@ from tiermap.formats.openlex3d import (
     write_prepared_semantics,
     write_prompt_list,
 )
-from tiermap.formats.params import PARAMS_FILE, read_params
+from tiermap.formats.params import PARAMS_FILE, VQAParams, read_params
 from tiermap.formats.scene import SCENE_FILE, SCENE_MESH, read_scene, write_scene_mesh
 from tiermap.formats.sequence import TRAJ_FILE, SequenceMeta, read_traj
 
@@ -154,14 +154,18 @@ def make_aggregate(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
     return {"scenes": len(gts), "objects": sum(len(g.dataset.samples) for g in gts.values()), "spelling corrections": len(corrections)}
 
 
-def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
-    """Assemble gt/: clutter from oriented-box IoU > 0, query mappings l0/l1/all, prompt list, scene GT files."""
+def make_clutter(ds: DatasetPaths, scenes: list[str], vqa: VQAParams | None = None) -> dict[str, int]:
+    """Assemble gt/: clutter from oriented-box IoU > 0, query mappings l0/l1/all, prompt list, scene GT files, and the
+    GT scene graph with its VQA questions."""
+    from tiermap.app.vqa import dataset_agreement, write_scene_vqa
+
     from annotation.clutter import add_clutter, boxes_from_cloud, clutter_pairs
     from annotation.queries import prompt_labels, query_mappings
     from generation.scene_gt import GT_CLOUD
 
     gts = []
-    counts = {"scenes": 0, "objects": 0, "clutter pairs": 0}
+    counts = {"scenes": 0, "objects": 0, "clutter pairs": 0, "questions": 0}
+    agreed = dataset_agreement(ds)
     with atomic_dir(ds.gt) as tmp:
         for scene in scenes:
             # In the DVC pipeline scene GT comes from build/<scene>; run by hand it may have been written to gt/<scene>.
@@ -178,6 +182,7 @@ def make_clutter(ds: DatasetPaths, scenes: list[str]) -> dict[str, int]:
                 shutil.copy2(src / name, out / name)
             (tmp / PREPARED_SEMANTICS_DIR).mkdir(exist_ok=True)
             write_prepared_semantics(tmp / prepared_semantics_file(scene), points, ids, read_gt_cloud_colors(src / GT_CLOUD))
+            counts["questions"] += write_scene_vqa(ds, scene, out, gt, src, vqa or VQAParams(), agreed.get(scene, {}))["questions"]
             gts.append(gt)
             counts["scenes"] += 1
             counts["objects"] += len(gt.dataset.samples)

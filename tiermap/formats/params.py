@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, ValidationError
 
 from tiermap.formats.base import Model, PosInt, SchemaError, _pydantic_error
 from tiermap.formats.layout import name_error
+from tiermap.formats.scene_graph import RelationThresholds
 
 PARAMS_FILE = "params.yaml"
 DVC_FILE = "dvc.yaml"
@@ -79,6 +80,15 @@ class AnnotationParams(Model):
     closeups: dict[str, Any] = {}
 
 
+class VQAParams(Model):
+    """`vqa`: the GT question sets (seed, questions per category, per-object cap) and the relation thresholds."""
+
+    seed: Seed = 0
+    per_category: PosInt = 12
+    max_per_object: PosInt = 6
+    thresholds: RelationThresholds = RelationThresholds()
+
+
 class ProceduralScene(Model):
     """A procedural scene of `scene`: seed and room kinds."""
 
@@ -111,6 +121,7 @@ class Params(Model):
     lighting: dict[str, dict[str, Any]]
     gt: GTParams
     annotation: AnnotationParams = AnnotationParams()
+    vqa: VQAParams = VQAParams()
 
 
 def check_params(data: Any, path: Path | str = PARAMS_FILE) -> Params:

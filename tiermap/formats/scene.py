@@ -46,6 +46,7 @@ class Appearance(Model):
     color: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=3, max_length=3)] = [0.6, 0.6, 0.6]
     texture: str | None = None
     text: str | None = None
+    material: str | None = None
 
 
 class SceneObject(Model):

@@ -37,6 +37,7 @@ class GraphNode(Model):
     id: NonNegInt
     label: Annotated[str, Field(min_length=1)]   # GT: the class; methods: object_tag, or the description's words
     synonyms: list[str] = []                     # GT: the annotators' synonyms; ConceptGraphs: possible_tags
+    names: list[str] = []                        # GT: synonyms more than half of the annotators typed (question wordings)
     caption: str = ""                            # free text: ConceptGraphs caption, BBQ description
     colors: list[str] = []                       # colour names (GT: from the appearance colour)
     material: str | None = None

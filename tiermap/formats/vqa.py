@@ -147,6 +147,7 @@ class QuestionSet(Model):
     version: Literal[1] = 1
     scene: str
     seed: int
+    vocabulary: list[str] = []       # every class name of the scene plus the absent classes asked about: what resolvers map to
     questions: list[Question]
     stats: dict[str, Any] = {}       # how many were generated, dropped and why
 
