@@ -12,7 +12,7 @@ from tiermap.formats.labels import LABELS_FILE, read_labels
 from tiermap.formats.layout import DatasetPaths
 from tiermap.formats.openlex3d import GTCategories
 from tiermap.formats.params import VQAParams
-from tiermap.formats.scene import read_scene
+from tiermap.formats.scene import SCENE_FILE, read_scene
 from tiermap.formats.scene_graph import SCENE_GRAPH_FILE, read_tiermap_graph, write_scene_graph
 from tiermap.formats.vqa import QUESTIONS_FILE, write_questions
 
@@ -26,7 +26,7 @@ def dataset_agreement(ds: DatasetPaths) -> dict[str, dict[int, list[str]]]:
 def write_scene_vqa(ds: DatasetPaths, scene: str, out: Path, labels: GTCategories, scene_gt: Path,
                     params: VQAParams, agreed: dict[int, list[str]]) -> dict[str, int]:
     """Write `out/scene_graph.json` and `out/vqa_questions.json` for one scene; counts."""
-    sc = read_scene(ds.scene_dir(scene) / "scene.json")
+    sc = read_scene(ds.scene_dir(scene) / SCENE_FILE)
     graph = gt_scene_graph(sc, ds.scene_dir(scene), labels, read_visibility(scene_gt / VISIBILITY_FILE), params.thresholds, agreed)
     write_scene_graph(graph, out / SCENE_GRAPH_FILE)
     qs = generate_questions(graph, params.seed, params.per_category, params.max_per_object)
