@@ -22,6 +22,7 @@ from tiermap.formats.benchbot import (
     write_benchbot_results,
 )
 from tiermap.formats.classes import read_class_map
+from tiermap.formats.method_graphs import write_conceptgraphs_graph
 from tiermap.formats.openlex3d import read_prompt_list, read_query_mapping
 from tiermap.formats.predictions import (
     TEXT_FEATURES_FILE,
@@ -36,6 +37,7 @@ from tiermap.formats.records import (
     write_captions,
     write_method,
 )
+from tiermap.formats.scene_graph import SCENE_GRAPH_FILE
 from tiermap.formats.sequence import (
     CAMERA_FILE,
     TRAJ_FILE,
@@ -137,6 +139,24 @@ def gemini_captions(sequence: Path, best: dict[int, tuple[int, int]], model: str
     return {oid: done[oid] for oid in best}
 
 
+def object_boxes(objects: list[int], points: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned boxes of sorted `objects` over their points: (min corners, max corners), float64, one row each."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.searchsorted(sorted_ids, objects)
+    if np.any(starts >= len(ids)) or np.any(sorted_ids[np.minimum(starts, len(ids) - 1)] != objects) or np.any(np.diff(starts) <= 0):
+        raise ValueError("object_boxes needs sorted, distinct object ids that each have points")
+    pts = points[order]
+    return np.minimum.reduceat(pts, starts).astype(float), np.maximum.reduceat(pts, starts).astype(float)
+
+
+def scene_graph_nodes(objects: list[int], points: np.ndarray, ids: np.ndarray, text: dict[int, str]) -> list[dict]:
+    """One ConceptGraphs scene-graph node per object: its box over its fused points, its caption as tag and caption."""
+    lo, hi = object_boxes(objects, points, ids)
+    return [{"id": o, "bbox_extent": (hi[k] - lo[k]).tolist(), "bbox_center": ((lo[k] + hi[k]) / 2).tolist(),
+             "possible_tags": [text[o]], "object_tag": text[o], "caption": text[o]} for k, o in enumerate(objects)]
+
+
 def benchbot_results(gt_path: Path, objects: list[int], points: np.ndarray, ids: np.ndarray, emb: np.ndarray,
                      enc: TextEncoder, temperature: float = 0.05) -> dict:
     """The baseline as a BenchBot object map: each object's axis-aligned box, class probabilities from caption similarity."""
@@ -146,13 +166,9 @@ def benchbot_results(gt_path: Path, objects: list[int], points: np.ndarray, ids:
     logits = emb @ enc(named).T / temperature
     probs = np.exp(logits - logits.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
-    order = np.argsort(ids, kind="stable")
-    starts = np.searchsorted(ids[order], objects)
-    ends = np.searchsorted(ids[order], objects, side="right")
+    lows, highs = object_boxes(objects, points, ids)
     objs = []
-    for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
-        pts = points[order[a:b]]
-        lo, hi = pts.min(0).astype(float), pts.max(0).astype(float)
+    for k, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
         full = [float(probs[k, named.index(c)]) if c in named else 0.0 for c in classes]
         objs.append({"label_probs": [round(v, 6) for v in full], "centroid": ((lo + hi) / 2).round(4).tolist(),
                      "extent": (hi - lo).round(4).tolist()})
@@ -194,6 +210,7 @@ def caption_baseline(sequence: Path, out: Path, *, gt_classes: Path | None = Non
                       note=ORACLE_NOTE if captions == "oracle" else f"captions from {gemini_model}")
     write_captions(out / CAPTIONS_FILE, {o: text[o] for o in objects})
     write_method(info, out / METHOD_FILE)
+    write_conceptgraphs_graph(scene_graph_nodes(objects, points, ids, text), out / SCENE_GRAPH_FILE)
     if gt_classes is not None and "ground_truth" in read_json(gt_classes):
         bb = benchbot_results(gt_classes, objects, points, ids, emb, enc)
         write_benchbot_results(BenchBotResults.model_validate(bb), out / BENCHBOT_RESULTS_FILE)
