@@ -86,16 +86,18 @@ def key_frames_by_coverage(sequence: Path, min_pixels: int = 50, max_frames: int
     return sorted(int(seq.frames[k]) for k in kept)
 
 
-def ask_frame(client: object, model: str, jpeg: bytes, cache_dir: Path) -> LvlmReply:
+def ask_frame(client: object, model: str, image: Path, cache_dir: Path) -> LvlmReply:
     """One frame's questions: image bytes + prompt, JSON schema, temperature 0; cached by model + prompt + image hash."""
     from google.genai import types
 
-    key = hashlib.sha256(model.encode() + PROMPT.encode() + jpeg).hexdigest()
+    data = image.read_bytes()
+    mime = "image/png" if image.suffix.lower() == ".png" else "image/jpeg"
+    key = hashlib.sha256(model.encode() + PROMPT.encode() + data).hexdigest()
     path = cache_dir / f"{key}.json"
     if path.is_file():
         return LvlmReply.model_validate(read_json(path))
     resp = client.models.generate_content(  # type: ignore[attr-defined]
-        model=model, contents=[types.Part.from_bytes(data=jpeg, mime_type="image/jpeg"), PROMPT],
+        model=model, contents=[types.Part.from_bytes(data=data, mime_type=mime), PROMPT],
         config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=LvlmReply, temperature=0.0))
     reply = resp.parsed if isinstance(resp.parsed, LvlmReply) else LvlmReply(questions=[])
     atomic.write_text(path, dump_json(reply.model_dump(mode="json")))
@@ -157,7 +159,7 @@ def lvlm_questions(graph: SceneGraph, sequence: Path, model: str, cache_dir: Pat
     out: list[Question] = []
     seen: set[str] = set()
     for f in frames:
-        reply = ask_frame(client, model, seq.rgb[index.get(f, f)].read_bytes(), cache_dir)
+        reply = ask_frame(client, model, seq.rgb[index.get(f, f)], cache_dir)
         for qa in reply.questions:
             stats["asked"] += 1
             prog = to_program(qa, graph, known, absent_ok)
