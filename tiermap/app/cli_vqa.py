@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from tiermap.formats.params import PARAMS_FILE
+
 
 def add_questions_command(vqa_app: typer.Typer, run, show, paths) -> None:  # type: ignore[no-untyped-def]
     """Register `questions` on the `tiermap vqa` group (run/show/paths: the CLI's error, output and path helpers)."""
@@ -15,7 +17,7 @@ def add_questions_command(vqa_app: typer.Typer, run, show, paths) -> None:  # ty
         root: Annotated[Path, typer.Option("--root", help="Data root.")] = Path("datasets"),
         dataset: Annotated[str, typer.Option("--dataset", help="Dataset name.")] = "demo",
         scene: Annotated[list[str] | None, typer.Option("--scene", help="Scene(s); default: every scene of params.yaml.")] = None,
-        params: Annotated[Path, typer.Option("--params", help="params.yaml (its `vqa` block).")] = Path("params.yaml"),
+        params: Annotated[Path, typer.Option("--params", help="params.yaml (its `vqa` block).")] = Path(PARAMS_FILE),
         gemini: Annotated[bool, typer.Option("--gemini", help="Also ask Gemini on key frames; keep questions the GT confirms.")] = False,
         gemini_model: Annotated[str, typer.Option("--gemini-model", help="Gemini model for --gemini.")] = "gemini-2.5-flash",
         keyframes: Annotated[str, typer.Option("--keyframes", help="pose (1.5 m / 30 deg spacing) or coverage (new objects).")] = "pose",
