@@ -189,6 +189,7 @@ def plot_vqa_polar(result: dict, path: Path) -> Path:
             style = "--" if name.endswith("(ref.)") else "-"
             ax.plot(np.append(theta, theta[0]), np.append(r, r[0]), style, linewidth=1.5, marker="o", markersize=3, label=name)
         ax.set_xticks(theta, [VQA_SHORT.get(c, c) for c in cats], fontsize=8)
+        ax.set_rlabel_position(180.0 / len(cats))  # radial labels between the first two spokes
     ax.set_ylim(0, 100)
     ax.set_yticks([20, 40, 60, 80, 100], ["20", "40", "60", "80", "100"], fontsize=7)
     ax.set_title(f"{result.get('method') or 'VQA'} · {result.get('scene') or ''}: accuracy per category (%)", pad=20)

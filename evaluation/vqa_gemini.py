@@ -46,10 +46,10 @@ class JsonAsker:
                 return adapter.validate_python(json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, ValidationError):
                 pass  # a damaged cache entry is asked again
+        if self._client is None:
+            self._client = gemini_client(self.purpose)  # a missing google-genai is a one-line hint here
         from google.genai import errors, types
 
-        if self._client is None:
-            self._client = gemini_client(self.purpose)
         self.requests += 1
         try:
             resp = self._client.models.generate_content(

@@ -326,6 +326,8 @@ def evaluate_vqa(questions_path: Path | str, answers_paths: list[Path], *, gt_gr
               "relative_change": relative}
     if judged:
         result["judge_stats"] = judged
+    if not any(d["condition"] == reference for d in conditions.values()):
+        result["note"] = f"no answers of the reference condition {reference!r}: no relative change"
     extra["metrics.csv"] = lambda p: write_osma_metrics(metrics_rows, p)
     extra["vqa_polar.png"] = lambda p: plot_vqa_polar(result, p)
     extra["vqa_relative_change.png"] = lambda p: plot_vqa_relative_change(result, p)

@@ -236,7 +236,9 @@ def test_relative_change_against_the_reference(files, encoder) -> None:  # type:
     rel = result["relative_change"]
     assert list(rel) == ["dark"]
     assert rel["dark"][BG] == pytest.approx(-1 / 3) and rel["dark"][MEAS] == pytest.approx(-0.5) and rel["dark"][ATTR] == 0.0
-    assert rel["dark"]["overall"] == pytest.approx(-2 / 17)
+    assert rel["dark"]["overall"] == pytest.approx(-2 / 17) and "note" not in result
+    alone, _ = evaluate_vqa(files["questions"], [worse], encoder=encoder)
+    assert alone["relative_change"] == {} and "'baseline'" in alone["note"]
 
 
 # ---------------------------------------------------------------- the judge
