@@ -279,7 +279,7 @@ def evaluate_vqa(questions_path: Path | str, answers_paths: list[Path], *, gt_gr
                  cache: Path | None = None, encoder: Any | None = None) -> tuple[dict, dict[str, Callable[[Path], Path]]]:
     """The vqa result (kind "vqa") and the extra files of the report (OSMa evaluated JSONs, metrics.csv, plots)."""
     from evaluation.plots import plot_vqa_polar, plot_vqa_relative_change
-    from evaluation.vqa_answer import MATCH_THRESHOLD, answer_program, load_graph, minilm_encoder
+    from evaluation.vqa_answer import AFFORD_THRESHOLD, MATCH_THRESHOLD, answer_program, load_graph, minilm_encoder
 
     if judge not in (None, "gemini"):
         raise SchemaError("<options>", "--judge", "gemini (or no --judge)", judge)
@@ -321,7 +321,8 @@ def evaluate_vqa(questions_path: Path | str, answers_paths: list[Path], *, gt_gr
             relative[label] = relative_change(d, ref)
     result = {"kind": "vqa", "scene": qs.scene, "questions": Path(questions_path).name, "n_questions": len(questions),
               "reference": reference, "method": ", ".join(dict.fromkeys(a.method for _, a in sets)),
-              "thresholds": {"text_similarity": TEXT_THRESHOLD, "resolver_similarity": MATCH_THRESHOLD},
+              "thresholds": {"text_similarity": TEXT_THRESHOLD, "resolver_similarity": MATCH_THRESHOLD,
+                             "affordance_similarity": AFFORD_THRESHOLD},
               "judge": judge_model if judge else None, "conditions": conditions, "references": refs,
               "relative_change": relative}
     if judged:

@@ -170,6 +170,18 @@ def test_program_answerer_on_a_renamed_method_graph(encoder) -> None:  # type: i
     assert exact["q2"] == "No" and exact["q8"] == "0" and exact["q10"] is None  # what the exact resolver misses
 
 
+def test_resolver_threshold_keeps_look_alike_classes_apart(encoder) -> None:  # type: ignore[no-untyped-def]
+    from evaluation.vqa_answer import answer_program, similarity_resolver, vocabulary
+
+    qs = question_set()
+    graph = SceneGraph(scene=SCENE, nodes=[node(1, "desk", (0, 0, 0.4), (1.6, 0.8, 0.8)), node(2, "nightstand", (2, 0, 0.3), (0.5, 0.5, 0.6)),
+                                           node(3, "office chair", (4, 0, 0.5), (0.6, 0.6, 1.0))])
+    resolve = similarity_resolver(graph, vocabulary(qs), encoder)
+    assert resolve("chair") == [3] and resolve("bed") == [] and resolve("table") == []
+    got = {a.id: a.answer for a in answer_program(qs, graph, encoder)}
+    assert got["q12"] == "office chair" and got["q8"] == "1"  # the bigger desk is not something to sit on
+
+
 def test_program_answerer_leaves_unknown_classes_unanswered(encoder) -> None:  # type: ignore[no-untyped-def]
     from evaluation.vqa_answer import answer_program
 
