@@ -18,7 +18,7 @@ from tiermap.gemini import GeminiError
 console = Console()
 err_console = Console(stderr=True)
 
-MULTI_VALUE = {"--top-n", "--ground-truth", "--results", "--gt-cloud", "--compare", "--scene", "--condition"}
+MULTI_VALUE = {"--top-n", "--ground-truth", "--results", "--gt-cloud", "--compare", "--scene", "--condition", "--answers"}
 
 
 def expand_multi(args: list[str]) -> list[str]:
@@ -285,3 +285,6 @@ def baseline_caption(
                 clip_pretrained=clip_pretrained, prompt_list=prompt_list, queries=queries or [], stride=stride,
                 gemini_model=gemini_model)
     console.print(f"baseline predictions: {out} ({info['objects']} objects, {info['points']} points; captions: {info['captions']})")
+
+
+from evaluation import vqa_cli  # noqa: E402,F401  (registers `eval vqa` on eval_app; defines vqa_app)

@@ -1,4 +1,4 @@
-"""Report plots: Top-N frequency bars, OSMa relative change and top-down category maps, as PNG files."""
+"""Report plots: Top-N frequency bars, OSMa relative change, top-down category maps and VQA accuracy, as PNG files."""
 from __future__ import annotations
 
 import io
@@ -12,6 +12,8 @@ from evaluation.labels import CATEGORIES
 from evaluation.tables import OSMA_COLUMNS, metric_keys, number, result_scopes, top_keys
 from tiermap import atomic
 from tiermap.formats.base import SchemaError
+from tiermap.formats.vqa import CATEGORIES as VQA_CATEGORIES
+from tiermap.formats.vqa import FUNCTIONAL
 
 CATEGORY_COLORS = {
     "synonyms": "#2ca02c",
@@ -157,3 +159,68 @@ def plot_topdown_categories(points: np.ndarray, categories: np.ndarray, path: Pa
     return _save(fig, Path(path), dpi=110)
 
 
+
+
+VQA_SHORT = {"Binary General": "Bin. General", "Binary Existence-Based": "Bin. Existence", "Binary Logical": "Bin. Logical",
+             "Measurement": "Measurement", "Object Attributes": "Attributes", "Object Relations – Functional": "Functional",
+             "Object Relations – Spatial": "Spatial", "Comparison": "Comparison"}
+
+
+def _vqa_rows(result: dict) -> list[tuple[str, Mapping]]:
+    """(name, summary) of every condition, then of the reference rows, as they appear in a vqa result."""
+    rows = [(str(c), d) for c, d in (result.get("conditions") or {}).items() if isinstance(d, Mapping)]
+    return rows + [(f"{r} (ref.)", d) for r, d in (result.get("references") or {}).items() if isinstance(d, Mapping)]
+
+
+def plot_vqa_polar(result: dict, path: Path) -> Path:
+    """vqa_polar.png: accuracy per category (%) on polar axes, one closed line per condition (OSMa-Bench Fig. 6 style).
+
+    Object Relations – Functional is left out, as in the paper. Reference rows are drawn dashed.
+    """
+    rows = _vqa_rows(result)
+    cats = [c for c in VQA_CATEGORIES if c != FUNCTIONAL and any(c in (d.get("categories") or {}) for _, d in rows)]
+    fig = _figure(7.0, 6.0)
+    ax = fig.add_subplot(projection="polar")
+    if cats:
+        theta = np.linspace(0, 2 * np.pi, len(cats), endpoint=False)
+        for name, d in rows:
+            vals = [number(((d.get("categories") or {}).get(c) or {}).get("accuracy")) for c in cats]
+            r = np.array([0.0 if v is None else v * 100 for v in vals])
+            style = "--" if name.endswith("(ref.)") else "-"
+            ax.plot(np.append(theta, theta[0]), np.append(r, r[0]), style, linewidth=1.5, marker="o", markersize=3, label=name)
+        ax.set_xticks(theta, [VQA_SHORT.get(c, c) for c in cats], fontsize=8)
+        ax.set_rlabel_position(180.0 / len(cats))  # radial labels between the first two spokes
+    ax.set_ylim(0, 100)
+    ax.set_yticks([20, 40, 60, 80, 100], ["20", "40", "60", "80", "100"], fontsize=7)
+    ax.set_title(f"{result.get('method') or 'VQA'} · {result.get('scene') or ''}: accuracy per category (%)", pad=20)
+    if rows:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
+def plot_vqa_relative_change(result: dict, path: Path) -> Path:
+    """vqa_relative_change.png: relative change of each category's accuracy against the reference condition (%)."""
+    rel = {c: d for c, d in (result.get("relative_change") or {}).items() if isinstance(d, Mapping)}
+    conds = list(rel)
+    keys = [k for k in (*VQA_CATEGORIES, "overall") if any(k in d for d in rel.values())]
+    fig = _figure(max(6.0, 1.6 * len(conds) + 3.5), 4.5)
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(keys), 1)
+    x = np.arange(len(conds), dtype=float)
+    for i, k in enumerate(keys):
+        vals = [number(rel[c].get(k)) for c in conds]
+        pos = x + (i - (len(keys) - 1) / 2) * width
+        ax.bar(pos, [0.0 if v is None else v * 100 for v in vals], width, label=VQA_SHORT.get(k, k))
+        for p, v in zip(pos, vals):
+            if v is None:
+                ax.text(p, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, conds)
+    ax.set_ylabel(f"change vs {result.get('reference') or 'baseline'} (%)")
+    ax.set_title(f"{result.get('method') or 'VQA'}: relative change of accuracy")
+    if not conds:
+        ax.text(0.5, 0.5, f"no condition besides {result.get('reference') or 'baseline'}", ha="center", va="center",
+                transform=ax.transAxes)
+    if keys:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _save(fig, path)

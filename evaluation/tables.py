@@ -20,6 +20,8 @@ from tiermap.formats.results import (
     result_kind,
     write_results,
 )
+from tiermap.formats.vqa import BINARY
+from tiermap.formats.vqa import CATEGORIES as VQA_CATEGORIES
 
 _FREQ_HEAD = ("S", "D", "VS", "C", "M", "I")
 _SET_RANKING = {
@@ -126,6 +128,12 @@ def flatten(result: dict, src: Path | str = "<result>") -> list[Row]:
                 raise SchemaError(src, f"per_file[{i}]", "an object", type(entry).__name__)
             rest = {k: v for k, v in entry.items() if k != "file"}
             rows += _scoped(str(entry.get("file", f"file{i}")), rest, "", "file", src, f"per_file[{i}]")
+    elif kind == "vqa":
+        for section, scope in (("conditions", "overall"), ("references", "reference")):
+            for cond, d in _section(result, section, src).items():
+                rows += _scoped(scope, d, str(cond), str(cond), src, f"{section}.{cond}")
+        for cond, d in _section(result, "relative_change", src).items():
+            rows += _scoped("overall", d, f"relative_change/{cond}", "relative_change", src, f"relative_change.{cond}")
     else:
         conditions = result["conditions"]
         for cond, d in conditions.items():
@@ -241,9 +249,47 @@ def _md_osma(result: dict) -> list[str]:
     return lines
 
 
+def _vqa_cell(d: Any) -> str:
+    """accuracy % [95 % Wilson interval] of one {n, correct, accuracy, ci_low, ci_high}, a dash when missing."""
+    if not isinstance(d, Mapping) or number(d.get("accuracy")) is None:
+        return DASH
+    return f"{_pct(d['accuracy'])} [{_pct(d.get('ci_low'))}–{_pct(d.get('ci_high'))}]"
+
+
+def _md_vqa(result: dict) -> list[str]:
+    """Accuracy per category and condition (with Wilson intervals), balanced accuracy, relative change (%)."""
+    cols = [(str(c), d) for c, d in result["conditions"].items() if isinstance(d, Mapping)]
+    cols += [(f"{r} (ref.)", d) for r, d in (result.get("references") or {}).items() if isinstance(d, Mapping)]
+    cats = [c for c in VQA_CATEGORIES if any(c in (d.get("categories") or {}) for _, d in cols)]
+    rows = []
+    for c in cats:
+        n = next((d["categories"][c].get("n") for _, d in cols if c in (d.get("categories") or {})), None)
+        rows.append([c, str(n)] + [_vqa_cell((d.get("categories") or {}).get(c)) for _, d in cols])
+    for key, name in (("overall", "overall"), ("overall_no_functional", "overall w/o Functional")):
+        n = next((d[key].get("n") for _, d in cols if isinstance(d.get(key), Mapping)), None)
+        rows.append([f"**{name}**", str(n)] + [_vqa_cell(d.get(key)) for _, d in cols])
+    head = ["category", "n", *[name for name, _ in cols]]
+    lines = ["## Accuracy (%, 95 % Wilson interval)", ""] + markdown_table(head, rows)
+    bal = [[c] + [_pct(((d.get("categories") or {}).get(c) or {}).get("balanced_accuracy")) for _, d in cols]
+           for c in BINARY if c in cats]
+    if bal:
+        lines += ["", "## Balanced accuracy of the binary categories (%)", ""] + markdown_table(["category", *head[2:]], bal)
+    missing = [[name, str(d.get("missing", DASH))] for name, d in cols if name in result["conditions"]]
+    if missing:
+        lines += ["", "## Missing answers (counted as wrong)", ""] + markdown_table(["condition", "missing"], missing)
+    rel = {c: d for c, d in (result.get("relative_change") or {}).items() if isinstance(d, Mapping)}
+    if rel:
+        keys = [k for k in (*VQA_CATEGORIES, "overall", "overall_no_functional") if any(k in d for d in rel.values())]
+        rows = [[str(c)] + [_signed_pct(d.get(k)) for k in keys] for c, d in rel.items()]
+        lines += ["", f"## Relative change vs {result.get('reference') or 'baseline'} (%)", ""]
+        lines += markdown_table(["condition", *keys], rows)
+    return lines
+
+
 def _markdown(result: dict) -> str:
     """results.md text."""
-    body = {"segmentation": _md_segmentation, "retrieval": _md_retrieval, "omq": _md_omq, "osma": _md_osma}
+    body = {"segmentation": _md_segmentation, "retrieval": _md_retrieval, "omq": _md_omq, "osma": _md_osma,
+            "vqa": _md_vqa}
     lines = [f"# Evaluation report: {result['kind']}", "", _meta_line(result), ""] + body[result["kind"]](result)
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
+from evaluation.vqa_cli import vqa_app
 from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.errors import command_paths, is_user_error
 from tiermap.formats.base import InputError
@@ -74,6 +75,7 @@ app.add_typer(generate, name="generate")
 app.add_typer(annotate, name="annotate")
 app.add_typer(eval_app, name="eval")
 app.add_typer(baseline_app, name="baseline")
+app.add_typer(vqa_app, name="vqa")
 
 def _plain(param: typer.CallbackParam, value: str | None) -> str | None:
     """--dataset and --scene are plain names, checked before any work."""
