@@ -25,7 +25,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from tiermap.formats.base import SchemaError
-from tiermap.formats.scene_graph import SceneGraph, read_tiermap_graph
+from tiermap.formats.method_graphs import read_scene_graph
+from tiermap.formats.scene_graph import SceneGraph
 from tiermap.formats.vqa import (
     AnswerRecord,
     AnswerSet,
@@ -56,8 +57,8 @@ TextEncoder = Any  # list[str] -> L2-normalised (n, D) array (evaluation.text_fe
 
 
 def load_graph(path: Path | str) -> SceneGraph:
-    """A scene graph file (tiermap scene_graph.json for now; ConceptGraphs / BBQ files once read_scene_graph lands)."""
-    return read_tiermap_graph(path)
+    """A scene graph file: tiermap's scene_graph.json, ConceptGraphs' list or obj/edge JSON, or BBQ's nodes."""
+    return read_scene_graph(path)
 
 
 # ---------------------------------------------------------------- program answerer
@@ -81,8 +82,12 @@ def program_classes(p: Program) -> Iterator[str]:
 
 
 def vocabulary(qs: QuestionSet) -> list[str]:
-    """The distinct class names of the question set's programs, in first-seen order."""
-    return list(dict.fromkeys(c for q in qs.questions for c in program_classes(q.program)))
+    """The class names of the question set's programs (first-seen order), then the rest of the scene's vocabulary.
+
+    The scene's other class names are candidates too, so a node of a class no question mentions (a dresser) goes to its
+    own class instead of the nearest asked one (a wardrobe).
+    """
+    return list(dict.fromkeys([*(c for q in qs.questions for c in program_classes(q.program)), *qs.vocabulary]))
 
 
 def minilm_encoder() -> TextEncoder:
@@ -126,17 +131,6 @@ def similarity_resolver(graph: SceneGraph, vocab: list[str], encoder: TextEncode
     return lambda cls: by.get(cls.casefold(), [])
 
 
-class CachedExecutor(Executor):
-    """The shared Executor with each node's box volume computed once (same answers; ~1 s less per 10,000 questions)."""
-
-    def __init__(self, graph: SceneGraph, resolve: Resolver | None = None) -> None:
-        super().__init__(graph, resolve)
-        self._volumes = {n.id: float(np.prod(n.extent)) for n in graph.nodes}
-
-    def _volume(self, i: int) -> float:
-        return self._volumes[i]
-
-
 def answer_program(qs: QuestionSet, graph: SceneGraph, encoder: TextEncoder | None = None, *, exact: bool = False,
                    threshold: float = MATCH_THRESHOLD) -> list[AnswerRecord]:
     """Run every question's program on the graph (exact class names, or the MiniLM resolver)."""
@@ -144,7 +138,7 @@ def answer_program(qs: QuestionSet, graph: SceneGraph, encoder: TextEncoder | No
         resolver = exact_resolver(graph)
     else:
         resolver = similarity_resolver(graph, vocabulary(qs), encoder or minilm_encoder(), threshold)
-    ex = CachedExecutor(graph, resolver)
+    ex = Executor(graph, resolver)
     return [AnswerRecord(id=q.id, answer=ex.run(q.program)) for q in qs.questions]
 
 

@@ -102,9 +102,10 @@ class Executor:
         self.graph, self.resolve = graph, resolve or exact_resolver(graph)
         self.nodes = {n.id: n for n in graph.nodes}
         self.edges = edges_of(graph)
+        self.volumes = {n.id: float(np.prod(n.extent)) for n in graph.nodes}
 
     def _volume(self, i: int) -> float:
-        return float(np.prod(self.nodes[i].extent))
+        return self.volumes[i]
 
     def _one(self, ref: Ref) -> GraphNode | None:
         """The node a reference names: the largest of the class's nodes (a method may split one object in parts)."""

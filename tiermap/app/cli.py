@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
 from evaluation.vqa_cli import vqa_app
+from tiermap.app.cli_vqa import add_questions_command
 from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.errors import command_paths, is_user_error
 from tiermap.formats.base import InputError
@@ -393,6 +394,9 @@ def demo(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None
     console.print("\n[bold]tiermap demo finished[/bold]")
     for k, v in summary.items():
         console.print(f"  {k}: {v}", highlight=False)
+
+
+add_questions_command(vqa_app, _run, _show, _paths)
 
 
 def main() -> None:

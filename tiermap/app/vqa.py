@@ -59,4 +59,4 @@ def make_questions(ds: DatasetPaths, scenes: list[str], params: VQAParams, *, ge
         write_questions(QuestionSet.model_validate(qs.model_dump(by_alias=True)), ds.gt / scene / QUESTIONS_FILE)
         counts["scenes"] += 1
         counts["questions"] += len(qs.questions)
-    return counts
+    return counts if gemini_model else {k: v for k, v in counts.items() if not k.startswith("lvlm")}
