@@ -280,6 +280,12 @@ def _select(cands: list[Cand], category: str, n: int, used: Counter, cap: int, r
                     used.update(c.objects)
                     progress = True
                     break
+    if category == "Measurement" and len(picked) > 1:  # no answer value is more common than all the others together
+        big = max(range(len(picked)), key=lambda i: len(picked[i]))
+        keep = max(1, sum(len(p) for i, p in enumerate(picked) if i != big))
+        for c in picked[big][keep:]:
+            used.subtract(c.objects)
+        picked[big] = picked[big][:keep]
     if category in BINARY:
         k = min(len(p) for p in picked)
         for p in picked:

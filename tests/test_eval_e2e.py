@@ -33,6 +33,11 @@ def scored(built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
          "nominal", "--clip-model", "minilm", "--out", str(tmp / "osma")], tmp)
     run([tm, "eval", "omq", "--ground-truth", str(gt / "objects.json"), "--results",
          str(tmp / "pred" / "baseline" / "room0" / "benchbot_results.json"), "--out", str(tmp / "omq")], tmp)
+    for cond in ("baseline", "nominal"):
+        run([tm, "vqa", "answer", "--questions", str(gt / "vqa_questions.json"), "--graph", str(tmp / "pred" / cond / "room0" / "scene_graph.json"),
+             "--answerer", "program", "--condition", cond, "--method", "caption-oracle", "--out", str(tmp / "vqa" / f"{cond}.json")], tmp)
+    run([tm, "eval", "vqa", "--questions", str(gt / "vqa_questions.json"), "--answers", str(tmp / "vqa" / "baseline.json"),
+         str(tmp / "vqa" / "nominal.json"), "--gt-graph", str(gt / "scene_graph.json"), "--out", str(tmp / "vqa_eval")], tmp)
     return {"tmp": tmp, "gt": gt}
 
 
@@ -113,3 +118,21 @@ def test_gemini_captions_through_the_real_client(built_repo: Path, tmp_path: Pat
     caption_baseline(seq, tmp_path / "pred" / "room0", captions="gemini", stride=1)
     assert len(fake.requests) == calls  # cached: a re-run costs nothing
     fake.stop()
+
+
+def test_vqa_from_the_released_gt_graph(scored: dict[str, Path]) -> None:
+    """GT questions answered from the baseline's ConceptGraphs-style graph; the GT graph itself is the 100 % ceiling."""
+    qs = json.loads((scored["gt"] / "vqa_questions.json").read_text())
+    assert {q["category"] for q in qs["questions"]} >= {"Binary General", "Binary Existence-Based", "Measurement", "Comparison"}
+    r = results(scored["tmp"] / "vqa_eval")
+    assert r["kind"] == "vqa" and set(r["conditions"]) == {"baseline", "nominal"}
+    assert r["references"]["gt-graph"]["overall"]["accuracy"] == 1.0
+    for cat in ("Binary General", "Binary Existence-Based", "Binary Logical"):
+        c = r["references"]["majority"]["categories"].get(cat)
+        if c:  # balanced: a constant answer scores exactly 50 %
+            assert c["n_yes"] == c["n_no"] and c["accuracy"] == 0.5
+    base = r["conditions"]["baseline"]["overall"]["accuracy"]
+    assert r["references"]["majority"]["overall"]["accuracy"] < base <= 1.0  # oracle captions beat a constant answer
+    assert set(r["relative_change"]) == {"nominal"}
+    for name in ("metrics.csv", "vqa_polar.png", "room0_baseline_evaluated.json", "room0_nominal_evaluated.json"):
+        assert (scored["tmp"] / "vqa_eval" / name).stat().st_size > 0

@@ -393,7 +393,7 @@ def demo(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None
     summary = _run(lambda: run_demo(Path("."), _paths(root, dataset)))
     console.print("\n[bold]tiermap demo finished[/bold]")
     for k, v in summary.items():
-        console.print(f"  {k}: {v}", highlight=False)
+        console.print(f"  {k}: {v}", highlight=False, soft_wrap=True)
 
 
 add_questions_command(vqa_app, _run, _show, _paths)
