@@ -406,7 +406,7 @@ def test_cli_bad_inputs_are_one_line(files) -> None:  # type: ignore[no-untyped-
     (tmp / "graph_bad.json").write_text("{}")
     res = invoke(["vqa", "answer", "--questions", str(files["questions"]), "--graph", str(tmp / "graph_bad.json"),
                   "--condition", "c", "--method", "m", "--out", str(tmp / "a.json")])
-    assert_one_line(res, "graph_bad.json", "<root>", "tiermap scene_graph.json")
+    assert_one_line(res, "graph_bad.json", "<root>", "expected a tiermap scene graph")
 
 
 def test_library_refuses_answers_of_another_question_set(files, encoder) -> None:  # type: ignore[no-untyped-def]

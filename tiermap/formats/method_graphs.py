@@ -252,8 +252,8 @@ def read_scene_graph(path: Path | str) -> SceneGraph:
     data = read_json(path)
     if path.name.startswith(OBJ_JSON_PREFIX):
         return _objects(path, data, edge_json_for(path))
-    if isinstance(data, dict) and ("format" in data or "nodes" in data):
-        if data.get("format", GRAPH_FORMAT) != GRAPH_FORMAT:
+    if isinstance(data, dict) and "format" in data:
+        if data["format"] != GRAPH_FORMAT:
             raise SchemaError(path, "format", f"'{GRAPH_FORMAT}'", data["format"] if isinstance(data["format"], str) else None)
         return _validate(TypeAdapter(SceneGraph), path, data)
     if isinstance(data, dict) and data and all(isinstance(v, dict) and "object_tag" in v for v in data.values()):
