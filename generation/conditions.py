@@ -26,10 +26,15 @@ class LightSpec(BaseModel):
 
 
 class Condition(BaseModel):
-    """One condition: lights, ambient level, and speed factor (velocity doubles linear and angular speed)."""
+    """One condition: lights, ambient level, and speed factor (velocity doubles linear and angular speed).
+
+    `scene_lights`: a scene that brings its own lights (a ReplicaCAD scene's default lighting) is lit by them instead
+    of `lights`; scenes without lights (procedural, Replica, generic meshes) keep `lights`.
+    """
 
     model_config = ConfigDict(extra="forbid")
     lights: list[LightSpec] = []
+    scene_lights: bool = False
     ambient: float = Field(default=0.15, ge=0)
     speed_factor: float = Field(default=1.0, gt=0)
 
@@ -53,10 +58,12 @@ def load_condition(name: str, lighting: dict[str, Any]) -> Condition:
 
 
 def resolve_lights(cond: Condition, scene: Scene) -> list[Light]:
-    """World-space lights of a condition in a scene (ambient becomes an 'ambient' light)."""
+    """World-space lights of a condition in a scene (ambient becomes an 'ambient' light; `scene_lights`: the scene's own)."""
     lo = np.min([r.min for r in scene.rooms], axis=0) if scene.rooms else np.zeros(3)
     hi = np.max([r.max for r in scene.rooms], axis=0) if scene.rooms else np.ones(3)
     out = [Light(name="ambient", type="ambient", intensity=cond.ambient)]
+    if cond.scene_lights and scene.lights:
+        return out + [L.model_copy(deep=True) for L in scene.lights]
     for spec in cond.lights:
         pos = None if spec.at is None else [float(v) for v in lo + np.asarray(spec.at) * (hi - lo)]
         out.append(Light(name=spec.name, type=spec.type, position=pos, color=spec.color, intensity=spec.intensity,

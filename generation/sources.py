@@ -1,4 +1,4 @@
-"""Scene sources behind one interface: procedural (embedded default), Replica, a generic labelled mesh, habitat-sim."""
+"""Scene sources behind one interface: procedural (embedded default), Replica, ReplicaCAD, a generic labelled mesh, habitat-sim."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +27,10 @@ def build_scene(name: str, source: str, seed: int = 0, input_path: Path | str | 
         from generation.mesh_scene import replica_scene
 
         return replica_scene(name, path, seed)
+    if source == "replicacad":
+        from generation.replicacad import replicacad_scene
+
+        return replicacad_scene(name, path, seed, Path(classes) if classes else None)
     if source == "mesh":
         from generation.mesh_scene import generic_mesh_scene
 

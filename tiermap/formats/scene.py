@@ -10,10 +10,11 @@ from pydantic import Field, field_validator, model_validator
 
 from tiermap import atomic
 from tiermap.formats.base import Model, SchemaError, Vec3, read_model
+from tiermap.formats.sequence import Light
 
 SCENE_FILE = "scene.json"
 
-SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh")
+SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh", "replicacad")
 
 
 class OBB(Model):
@@ -79,7 +80,7 @@ class Scene(Model):
     """scene.json: where a scene comes from and what is in it (metres, z-up world)."""
 
     name: Annotated[str, Field(min_length=1)]
-    source: Literal["procedural", "replica", "habitat", "mesh"]
+    source: Literal["procedural", "replica", "habitat", "mesh", "replicacad"]
     seed: int = 0
     units: Literal["m"] = "m"
     up: Literal["z"] = "z"
@@ -87,6 +88,8 @@ class Scene(Model):
     habitat_scene: str | None = None
     rooms: list[Room] = []
     objects: list[SceneObject]
+    lights: list[Light] | None = None
+    """The scene's own lights (world z-up; e.g. a ReplicaCAD scene's default lighting); conditions with `scene_lights` use them."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Scene:
