@@ -129,7 +129,7 @@ def test_conditions_gt_and_crops(rendered: tuple[DatasetPaths, dict]) -> None:
         assert not names[c] & own, c
     base = read_meta(ds.sequence_dir("tiny", "baseline") / "meta.json")
     assert next(L for L in base.lights if L.name == "tiny_lights_1").position == [3.0, 2.0, 2.3]
-    index = read_crop_index(ds.root / "crops/tiny/index.json")
+    index = read_crop_index(ds.scene_folder("crops", "tiny") / "index.json")
     assert {r.object_id for r in index.objects} and {r.object_id for r in index.objects} <= set(CLASSES)
 
 
