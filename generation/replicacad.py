@@ -108,6 +108,13 @@ class Templates:
                 listed = [d for suffix, ds in paths.items() for d in ds]
                 if listed:
                     self.dirs[kind] = listed
+        self._meshes: dict[Path, SceneMesh] = {}
+
+    def mesh(self, asset: Path) -> SceneMesh:
+        """A render asset's mesh, read once per build (apartments repeat templates)."""
+        if asset not in self._meshes:
+            self._meshes[asset] = read_mesh_gltf(asset)
+        return self._meshes[asset]
 
     def find(self, kind: str, template: str, field: str) -> Path:
         """The config (or URDF) of a template; InputError naming the scene instance and field when none exists."""
@@ -116,7 +123,8 @@ class Templates:
         direct = [self.root / template, self.root / (template + SUFFIX[kind])]
         cands = [p for p in direct if p.is_file()]
         for d in self.dirs[kind]:
-            cands += [Path(p) / name for p in sorted(glob.glob(str(self.root / d))) if (Path(p) / name).is_file()]
+            for p in map(Path, sorted(glob.glob(str(self.root / d)))):
+                cands += [p / name] if (p / name).is_file() else [p] if p.is_file() and p.name == name else []
         if not cands:
             where = ", ".join(self.dirs[kind])
             raise SchemaError(self.scene_path, field, f"a template with a {SUFFIX[kind]} file under {self.root} ({where}); none found",
@@ -151,7 +159,7 @@ def object_mesh(templates: Templates, inst: ObjectInstance, k: int, scene_origin
     """A rigid object instance in the world (y-up)."""
     cfg_path = templates.find("objects", inst.template_name, f"object_instances[{k}].template_name")
     cfg = read_object_config(cfg_path)
-    mesh = read_mesh_gltf(_asset(cfg_path, cfg.render_asset))
+    mesh = templates.mesh(_asset(cfg_path, cfg.render_asset))
     com = np.asarray(cfg.COM) if cfg.COM is not None else (mesh.vertices.min(0) + mesh.vertices.max(0)) / 2
     return _placed(mesh, instance_transform(inst, scene_origin, np.asarray(cfg.scale), com), oid)
 
@@ -183,7 +191,7 @@ def articulated_mesh(templates: Templates, inst: ObjectInstance, k: int, oid: in
             fn = re.sub(r"^package://[^/]*/", "", v.filename)
             asset = _asset(path, fn, f"link[{link}].visual[{j}].geometry.mesh.filename")
             T = base @ poses[link] @ transform(rpy_matrix(v.rpy), v.xyz) @ transform(np.diag(v.scale), np.zeros(3))
-            parts.append(_placed(read_mesh_gltf(asset), T, oid))
+            parts.append(_placed(templates.mesh(asset), T, oid))
     if not parts:
         raise SchemaError(path, "link.visual", "at least one link with a visual mesh")
     return concat(parts)
@@ -229,7 +237,7 @@ def replicacad_scene(name: str, path: Path, seed: int = 0, classes: Path | None 
     templates = Templates(path)
     stage_path = templates.find("stages", inst.stage_instance.template_name, "stage_instance.template_name")
     stage = read_stage_config(stage_path)
-    parts = [_placed(read_mesh_gltf(_asset(stage_path, stage.render_asset)), transform(np.diag(stage.scale), np.zeros(3)), 0)]
+    parts = [_placed(templates.mesh(_asset(stage_path, stage.render_asset)), transform(np.diag(stage.scale), np.zeros(3)), 0)]
     names: dict[int, str] = {}
     for k, o in enumerate(inst.object_instances):
         oid = len(names) + 1

@@ -214,3 +214,15 @@ def test_bad_datasets_are_one_line_errors_and_leave_nothing(tmp_path: Path) -> N
             make(tmp_path, "bad", src, **kw)
         assert words in str(err.value) and "\n" not in str(err.value), (case, str(err.value))
         assert not (tmp_path / "ds/d/scenes/bad").exists(), case
+
+
+def test_scene_without_default_lighting_keeps_condition_lights(tmp_path: Path) -> None:
+    """No `default_lighting`: no scene lights, so baseline lights the ReplicaCAD scene with its own list."""
+    src = write_dataset(tmp_path / "replica_cad")
+    doc = json.loads(src.read_text())
+    doc["default_lighting"] = ""
+    src.write_text(json.dumps(doc))
+    sc, _ = make(tmp_path, "dark", src)
+    assert sc.lights is None
+    spec = yaml.safe_load((REPO / "params.yaml").read_text())["lighting"]
+    assert [L.name for L in resolve_lights(Condition.model_validate(spec["baseline"]), sc)] == ["ambient", "ceiling_a", "ceiling_b"]
