@@ -84,11 +84,11 @@ def test_class_map_override_and_cli(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "tiermap.app.cli", "generate", "scene", "--root", "ds", "--scene", "apt", "--source", "replicacad",
            "--input", str(src), "--classes", str(tmp_path / "classes.json")]
-    res = subprocess.run(cmd, cwd=tmp_path, env=env, text=True, capture_output=True)
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, text=True, capture_output=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     sc = read_scene(tmp_path / "ds/demo/scenes/apt/scene.json")
     assert {o.id: o.class_name for o in sc.objects} == {1: "armchair", 2: "desk", 3: "chest of shelves"}
-    res = subprocess.run(cmd[:-1] + [str(tmp_path / "nope.json")], cwd=tmp_path, env=env, text=True, capture_output=True)
+    res = subprocess.run(cmd[:-1] + [str(tmp_path / "nope.json")], cwd=tmp_path, env=env, text=True, capture_output=True, check=False)
     assert res.returncode == 2 and "nope.json: missing" in res.stdout + res.stderr
 
 
