@@ -1,4 +1,4 @@
-"""Scene sources behind one interface: procedural (embedded default), Replica, a generic labelled mesh, habitat-sim."""
+"""Scene sources behind one interface: procedural (embedded default), Replica, HM3D, ScanNet++, a generic labelled mesh, habitat-sim."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +27,14 @@ def build_scene(name: str, source: str, seed: int = 0, input_path: Path | str | 
         from generation.mesh_scene import replica_scene
 
         return replica_scene(name, path, seed)
+    if source == "hm3d":
+        from generation.hm3d import hm3d_scene
+
+        return hm3d_scene(name, path, seed)
+    if source == "scannetpp":
+        from generation.scannetpp import scannetpp_scene
+
+        return scannetpp_scene(name, path, seed)
     if source == "mesh":
         from generation.mesh_scene import generic_mesh_scene
 

@@ -13,7 +13,7 @@ from tiermap.formats.base import Model, SchemaError, Vec3, read_model
 
 SCENE_FILE = "scene.json"
 
-SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh")
+SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh", "hm3d", "scannetpp")
 
 
 class OBB(Model):
@@ -79,7 +79,7 @@ class Scene(Model):
     """scene.json: where a scene comes from and what is in it (metres, z-up world)."""
 
     name: Annotated[str, Field(min_length=1)]
-    source: Literal["procedural", "replica", "habitat", "mesh"]
+    source: Literal["procedural", "replica", "habitat", "mesh", "hm3d", "scannetpp"]
     seed: int = 0
     units: Literal["m"] = "m"
     up: Literal["z"] = "z"
