@@ -93,7 +93,10 @@ def read_semantic_glb(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         tris = np.asarray(g.faces, dtype=np.int64)
         faces = _texture_face_colours(g, tris)
         if faces is None:
-            rgb = np.asarray(g.visual.vertex_colors, dtype=np.int64)[:, :3]
+            attr = getattr(g, "vertex_attributes", {}).get("color")  # COLOR_0 kept aside by an untextured TextureVisuals
+            vis = g.visual
+            rgb = np.asarray(attr if attr is not None else vis.vertex_colors if hasattr(vis, "vertex_colors") else vis.to_color().vertex_colors)
+            rgb = np.rint(rgb * 255).astype(np.int64)[:, :3] if rgb.dtype.kind == "f" else rgb.astype(np.int64)[:, :3]
             vc.append((rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2])
             fc.append(np.full(len(tris), -1))
         else:
