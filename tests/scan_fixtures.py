@@ -48,8 +48,9 @@ def hm3d_boxes() -> list[tuple[np.ndarray, np.ndarray, int, tuple[int, int, int]
     return out
 
 
-def write_hm3d(folder: Path, rows: list[str] | None = None, reorder_textured: bool = False, extra_colour: int | None = None) -> Path:
-    """`<folder>/<id>.glb` (one texture image), `<id>.semantic.glb` (vertex colours) and `<id>.semantic.txt`."""
+def write_hm3d(folder: Path, rows: list[str] | None = None, reorder_textured: bool = False, extra_colour: int | None = None,
+               semantic_texture: bool = False) -> Path:
+    """`<folder>/<id>.glb` (one texture image), `<id>.semantic.glb` (vertex colours, or a texture) and `<id>.semantic.txt`."""
     import trimesh
     from PIL import Image
 
@@ -66,12 +67,18 @@ def write_hm3d(folder: Path, rows: list[str] | None = None, reorder_textured: bo
         u = (texels.index(tex) + 0.5) / len(texels)
         m.visual = trimesh.visual.TextureVisuals(uv=np.tile([u, 0.5], (len(v), 1)), image=img)
         textured.add_geometry(m, node_name=f"mesh_{k}", geom_name=f"mesh_{k}")
-    for k, (v, t, sem, _) in enumerate(boxes):
-        if extra_colour is not None and k == 3:
-            sem = extra_colour
+    sems = [extra_colour if extra_colour is not None and k == 3 else sem for k, (_, _, sem, _) in enumerate(boxes)]
+    sem_img = Image.new("RGB", (4 * len(sems), 4))  # a 4 x 4 texel block per box, sampled at its centre
+    for k, sem in enumerate(sems):
+        sem_img.paste(((sem >> 16) & 255, (sem >> 8) & 255, sem & 255), (4 * k, 0, 4 * k + 4, 4))
+    for k, (v, t, _, _) in enumerate(boxes):
+        sem = sems[k]
         m = trimesh.Trimesh(to_y_up(v), t, process=False)
-        rgba = [(sem >> 16) & 255, (sem >> 8) & 255, sem & 255, 255]
-        m.visual = trimesh.visual.ColorVisuals(m, vertex_colors=np.tile(rgba, (len(v), 1)).astype(np.uint8))
+        if semantic_texture:
+            m.visual = trimesh.visual.TextureVisuals(uv=np.tile([(4 * k + 2) / sem_img.width, 0.5], (len(v), 1)), image=sem_img)
+        else:
+            rgba = [(sem >> 16) & 255, (sem >> 8) & 255, sem & 255, 255]
+            m.visual = trimesh.visual.ColorVisuals(m, vertex_colors=np.tile(rgba, (len(v), 1)).astype(np.uint8))
         semantic.add_geometry(m, node_name=f"sem_{k}", geom_name=f"sem_{k}")
     textured.export(str(folder / f"{HM3D_ID}.glb"))
     semantic.export(str(folder / f"{HM3D_ID}.semantic.glb"))

@@ -89,6 +89,18 @@ def test_hm3d_colours_by_nearest_point_when_the_meshes_differ(tmp_path: Path) ->
             np.testing.assert_allclose(sc.object(oid).appearance.color, np.asarray(tex) / 255, atol=0.002)
 
 
+def test_hm3d_semantic_mesh_coloured_by_a_texture(tmp_path: Path) -> None:
+    src = write_hm3d(tmp_path / HM3D_DIR, semantic_texture=True)
+    sc = make(tmp_path, "tee", source="hm3d", input_path=src)
+    assert {o.id: o.class_name for o in sc.objects} == {oid: cat for oid, cat, *_ in HM3D_OBJECTS}
+    verts = object_vertices(tmp_path / "ds/d/scenes/tee")
+    for oid, _, _, c, e, _, _ in HM3D_OBJECTS:
+        np.testing.assert_allclose(verts[oid], corners_z_up(c, e), atol=1e-5)
+    bad = write_hm3d(tmp_path / "bad" / HM3D_DIR, semantic_texture=True, extra_colour=0x123456)
+    with pytest.raises(SchemaError, match="semantic.txt: field 'hex_colour'.*got '123456'"):
+        make(tmp_path, "bad", source="hm3d", input_path=bad)
+
+
 def test_semantic_txt_rows_as_habitat_reads_them(tmp_path: Path) -> None:
     p = tmp_path / "x.semantic.txt"
     p.write_text('HM3D Semantic Annotations\n1,8A3B2C,"wall",0\n\n2,ffffff,"shelf, with books",3\n')
