@@ -61,8 +61,10 @@ def _sample_texture(path: Path, image_name: str, uv: np.ndarray, field: str) -> 
     return img[py, px]
 
 
-def read_mesh_ply(path: Path | str, id_field: str = "object_id") -> SceneMesh:
+def read_mesh_ply(path: Path | str, id_field: str | None = "object_id") -> SceneMesh:
     """A PLY mesh with a per-face (Replica `mesh_semantic.ply`) or per-vertex `object_id` → triangles, ids and colours.
+
+    With `id_field=None` the ids come from elsewhere (ScanNet++ segments) and every face gets 0 here.
 
     Polygons are fan-triangulated; colours come from vertex red/green/blue, else from a `comment TextureFile` image
     sampled at per-vertex texture coordinates, else grey.
@@ -92,7 +94,9 @@ def read_mesh_ply(path: Path | str, id_field: str = "object_id") -> SceneMesh:
     triangles, src = triangulate(faces, path)
     if len(triangles) and (triangles.min() < 0 or triangles.max() >= len(vertices)):
         raise SchemaError(path, "face.vertex_indices", f"indices in [0, {len(vertices)})", int(triangles.max()))
-    if id_field in fprops:
+    if id_field is None:
+        ids = np.zeros(len(triangles), dtype=np.int64)
+    elif id_field in fprops:
         ids = np.asarray(f[id_field], dtype=np.int64)[src]
     elif id_field in vprops:
         ids = face_ids_from_vertices(triangles, np.asarray(v[id_field], dtype=np.int64))

@@ -1,4 +1,4 @@
-"""Scene sources behind one interface: procedural (embedded default), Replica, ReplicaCAD, a generic labelled mesh, habitat-sim."""
+"""Scene sources behind one interface: procedural (embedded default), Replica, ReplicaCAD, HM3D, ScanNet++, a generic labelled mesh, habitat-sim."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,6 +31,14 @@ def build_scene(name: str, source: str, seed: int = 0, input_path: Path | str | 
         from generation.replicacad import replicacad_scene
 
         return replicacad_scene(name, path, seed, Path(classes) if classes else None)
+    if source == "hm3d":
+        from generation.hm3d import hm3d_scene
+
+        return hm3d_scene(name, path, seed)
+    if source == "scannetpp":
+        from generation.scannetpp import scannetpp_scene
+
+        return scannetpp_scene(name, path, seed)
     if source == "mesh":
         from generation.mesh_scene import generic_mesh_scene
 

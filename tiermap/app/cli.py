@@ -113,11 +113,12 @@ def _run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 @generate.command("scene", cls=PipelineCommand)
 def generate_scene(scene: Annotated[str, typer.Option(help="Scene name (a key of params.yaml `scene`, or a new name with --source/--input).", callback=_plain)],
                    root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo", params: ParamsOpt = Path(PARAMS_FILE),
-                   source: Annotated[str | None, typer.Option(help="procedural | replica | replicacad | mesh | habitat (default: params, else procedural).")] = None,
+                   source: Annotated[str | None, typer.Option(help="procedural | replica | replicacad | hm3d | scannetpp | mesh | habitat (default: params, else procedural).")] = None,
                    seed: Annotated[int | None, typer.Option(help="Seed of the scene (procedural layout; the path of every source).")] = None,
                    input: Annotated[Path | None, typer.Option("--input", help="replica: the scene folder (or its habitat/ folder) with "
                                                               "mesh_semantic.ply + info_semantic.json; replicacad: <replica_cad>/configs/scenes/<name>.scene_instance.json; "
-                                                              "mesh: a PLY/GLB/glTF file; habitat: the scene file.")] = None,
+                                                              "hm3d: the scene folder (<id>.glb, <id>.semantic.glb, <id>.semantic.txt); "
+                                                              "scannetpp: the scene folder with scans/; mesh: a PLY/GLB/glTF file; habitat: the scene file.")] = None,
                    classes: Annotated[Path | None, typer.Option(help="mesh: class map JSON {\"<object id>\": \"class\"} "
                                                                 "(default: <mesh stem>.classes.json or classes.json beside the mesh); replicacad: {\"<template name>\": \"class\"} "
                                                                 "over the shipped map.")] = None,

@@ -42,7 +42,7 @@ def build_dir(ds: DatasetPaths, scene: str) -> Path:
 def make_scene(ds: DatasetPaths, scene: str, params: dict[str, Any], source: str | None = None, seed: int | None = None,
                input_path: Path | str | None = None, classes: Path | str | None = None, up: str | None = None) -> Path:
     """Write scenes/<scene>/scene.json (and mesh.ply for mesh sources); arguments override params.yaml `scene.<scene>`
-    (procedural) or `mesh_scene.<scene>` (replica, mesh, habitat: `source`, `input`, `seed`, optional `classes`, `up`)."""
+    (procedural) or `mesh_scene.<scene>` (replica, hm3d, scannetpp, mesh, habitat: `source`, `input`, `seed`, optional `classes`, `up`)."""
     from generation.sources import build_scene
 
     spec = dict((params.get("scene") or {}).get(scene) or (params.get("mesh_scene") or {}).get(scene) or {})

@@ -100,7 +100,7 @@ class ProceduralScene(Model):
 class MeshScene(Model):
     """A scene of `mesh_scene`: a labelled mesh source."""
 
-    source: Literal["replica", "mesh", "habitat", "replicacad"]
+    source: Literal["replica", "mesh", "habitat", "replicacad", "hm3d", "scannetpp"]
     input: str
     seed: Seed = 0
     classes: str | None = None

@@ -14,7 +14,7 @@ from tiermap.formats.sequence import Light
 
 SCENE_FILE = "scene.json"
 
-SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh", "replicacad")
+SCENE_SOURCES = ("procedural", "replica", "habitat", "mesh", "replicacad", "hm3d", "scannetpp")
 
 
 class OBB(Model):
@@ -80,7 +80,7 @@ class Scene(Model):
     """scene.json: where a scene comes from and what is in it (metres, z-up world)."""
 
     name: Annotated[str, Field(min_length=1)]
-    source: Literal["procedural", "replica", "habitat", "mesh", "replicacad"]
+    source: Literal["procedural", "replica", "habitat", "mesh", "replicacad", "hm3d", "scannetpp"]
     seed: int = 0
     units: Literal["m"] = "m"
     up: Literal["z"] = "z"
