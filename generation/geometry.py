@@ -81,7 +81,11 @@ def object_mesh(o: SceneObject) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @dataclass
 class ObjectGeometry:
-    """Triangles of one object (id 0: unlabelled geometry that renders but is no object), colour per vertex, optional texture."""
+    """Triangles of one object (id 0: unlabelled geometry that renders but is no object), colour per vertex, optional texture.
+
+    A procedural object has one `texture` over all faces; a mesh object may have `textures` with a `texture_index` per
+    triangle (-1: vertex colours), which `texture_pieces` splits into single-texture pieces for drawing.
+    """
 
     id: int
     vertices: np.ndarray
@@ -89,6 +93,22 @@ class ObjectGeometry:
     vertex_colors: np.ndarray
     uv: np.ndarray | None = None
     texture: np.ndarray | None = None
+    textures: list[np.ndarray] | None = None
+    texture_index: np.ndarray | None = None
+
+
+def texture_pieces(g: ObjectGeometry) -> list[ObjectGeometry]:
+    """One object as pieces to draw: its untextured faces (vertex colours) first, then one piece per texture; itself if it has none."""
+    if g.textures is None or g.texture_index is None or g.uv is None or not (g.texture_index >= 0).any():
+        return [g]
+    out = []
+    for k in np.unique(g.texture_index).tolist():
+        tris = g.triangles[g.texture_index == k]
+        vidx, inv = np.unique(tris, return_inverse=True)
+        tex = g.textures[k] if k >= 0 else None
+        out.append(ObjectGeometry(g.id, g.vertices[vidx], inv.reshape(-1, 3), g.vertex_colors[vidx],
+                                  g.uv[vidx] if tex is not None else None, tex))
+    return out
 
 
 def procedural_geometry(o: SceneObject) -> ObjectGeometry:
@@ -116,14 +136,18 @@ def scene_geometry(scene: Scene, scene_dir: Path | str) -> list[ObjectGeometry]:
 
 
 def split_by_object(mesh: SceneMesh) -> list[ObjectGeometry]:
-    """Per-object geometry (compact vertex arrays) of a labelled mesh, id 0 included as unlabelled geometry."""
+    """Per-object geometry (compact vertex arrays; uv, textures and texture index carried along) of a labelled mesh, id 0 included."""
+    textured = mesh.textured
     order = np.argsort(mesh.object_ids, kind="stable")
     ids, starts = np.unique(mesh.object_ids[order], return_index=True)
     out = []
     for oid, a, b in zip(ids.tolist(), starts, [*starts[1:], len(order)]):
         tris = mesh.triangles[order[a:b]]
         vidx, inv = np.unique(tris, return_inverse=True)
-        out.append(ObjectGeometry(int(oid), mesh.vertices[vidx], inv.reshape(-1, 3), mesh.vertex_colors[vidx]))
+        g = ObjectGeometry(int(oid), mesh.vertices[vidx], inv.reshape(-1, 3), mesh.vertex_colors[vidx])
+        if textured:
+            g.uv, g.textures, g.texture_index = mesh.uv[vidx], mesh.textures, mesh.texture_index[order[a:b]]  # type: ignore[index]
+        out.append(g)
     return out
 
 

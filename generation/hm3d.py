@@ -143,7 +143,11 @@ def region_rooms(mesh: SceneMesh, rows: list[HM3DObject], classes: dict[int, str
 
 
 def hm3d_scene(name: str, path: Path, seed: int = 0) -> tuple[Scene, SceneMesh]:
-    """An HM3D scene: geometry and per-face ids from the semantic mesh, colours from the textured mesh, regions as rooms."""
+    """An HM3D scene: geometry and per-face ids from the semantic mesh, colours from the textured mesh, regions as rooms.
+
+    HM3D's semantic and textured meshes are separate geometry, so colours are copied to the semantic vertices (nearest
+    textured vertex); only when both meshes have the same vertices and faces do the texture's uv and images carry over.
+    """
     glb, sem_glb, txt = find_hm3d_files(Path(path))
     rows = read_semantic_txt(txt)
     vertices, tris, face_col, vert_col = read_semantic_glb(sem_glb)
@@ -157,13 +161,18 @@ def hm3d_scene(name: str, path: Path, seed: int = 0) -> tuple[Scene, SceneMesh]:
         vid[used] = colour_ids(vert_col[used], rows, txt, sem_glb)
         ids[per_vertex] = face_ids_from_vertices(tris[per_vertex], vid)
     textured = read_mesh_gltf(glb)
-    if len(textured.vertices) == len(vertices) and np.allclose(textured.vertices, vertices, atol=1e-6):
+    shared = len(textured.vertices) == len(vertices) and np.allclose(textured.vertices, vertices, atol=1e-6)
+    if shared:
         colours = textured.vertex_colors  # the two meshes share vertices
     else:
         from scipy.spatial import cKDTree
 
         colours = textured.vertex_colors[cKDTree(textured.vertices).query(vertices)[1]]
-    mesh = to_z_up(SceneMesh(vertices, tris, ids, colours.astype(np.float32)), "y")  # glTF is y-up
+    mesh = SceneMesh(vertices, tris, ids, colours.astype(np.float32))
+    if shared and textured.textured and np.array_equal(textured.triangles, tris):
+        # Same vertices and faces: the texture's uv and per-face image carry over, so renders keep per-texel detail.
+        mesh.uv, mesh.textures, mesh.texture_index = textured.uv, textured.textures, textured.texture_index
+    mesh = to_z_up(mesh, "y")  # glTF is y-up
     classes = {r.id: r.category for r in rows}
     scene = scene_from_mesh(name, mesh, classes, "hm3d", seed)
     rooms, room_of = region_rooms(mesh, rows, classes)

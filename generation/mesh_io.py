@@ -44,6 +44,47 @@ def face_ids_from_vertices(triangles: np.ndarray, vertex_ids: np.ndarray) -> np.
     return np.where((a != b) & (a != c) & (b == c), b, a)
 
 
+def concat_meshes(parts: list[SceneMesh]) -> SceneMesh:
+    """One mesh of many: vertex indices offset; textures joined (the same image object once) and texture indices remapped."""
+    offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
+    out = SceneMesh(np.concatenate([p.vertices for p in parts]), np.concatenate([p.triangles + o for p, o in zip(parts, offsets)]),
+                    np.concatenate([p.object_ids for p in parts]), np.concatenate([p.vertex_colors for p in parts]))
+    if not any(p.textured for p in parts):
+        return out
+    slot: dict[int, int] = {}
+    uvs, idx = [], []
+    for p in parts:
+        if not p.textured:
+            uvs.append(np.zeros((len(p.vertices), 2)))
+            idx.append(np.full(len(p.triangles), -1, np.int64))
+            continue
+        remap = np.array([slot.setdefault(id(img), len(slot)) for img in p.textures] + [-1], dtype=np.int64)
+        for img in p.textures:
+            if slot[id(img)] == len(out.textures):
+                out.textures.append(img)
+        uvs.append(np.asarray(p.uv, dtype=np.float64))
+        idx.append(remap[np.asarray(p.texture_index)])  # -1 picks the trailing -1
+    out.uv, out.texture_index = np.concatenate(uvs), np.concatenate(idx)
+    return out
+
+
+def _texture_array(g: Any, cache: dict[int, np.ndarray]) -> np.ndarray | None:
+    """A textured trimesh geometry's base-colour image as H×W×3 uint8 (times a non-white base colour factor); None if untextured."""
+    uv = getattr(g.visual, "uv", None)
+    mat = getattr(g.visual, "material", None)
+    img = getattr(mat, "baseColorTexture", None) or getattr(mat, "image", None)
+    if uv is None or img is None or len(uv) != len(g.vertices):
+        return None
+    factor = getattr(mat, "baseColorFactor", None)
+    key = id(img) if factor is None else hash((id(img), tuple(np.asarray(factor).ravel().tolist())))
+    if key not in cache:
+        arr = np.asarray(img.convert("RGB"), dtype=np.uint8)
+        f = np.asarray(factor, dtype=np.float64).ravel()[:3] if factor is not None else np.full(3, 255.0)
+        f = f / 255.0 if f.max() > 1.0 else f
+        cache[key] = arr if np.all(f >= 1.0) else np.clip(arr * f + 0.5, 0, 255).astype(np.uint8)
+    return cache[key]
+
+
 def _sample_texture(path: Path, image_name: str, uv: np.ndarray, field: str) -> np.ndarray:
     """Colours (V, 3) in [0, 1] of a texture image at per-vertex uv (OpenGL: v up)."""
     from PIL import Image
@@ -67,7 +108,7 @@ def read_mesh_ply(path: Path | str, id_field: str | None = "object_id") -> Scene
     With `id_field=None` the ids come from elsewhere (ScanNet++ segments) and every face gets 0 here.
 
     Polygons are fan-triangulated; colours come from vertex red/green/blue, else from a `comment TextureFile` image
-    sampled at per-vertex texture coordinates, else grey.
+    sampled at per-vertex texture coordinates (the image and coordinates are kept as the mesh's texture), else grey.
     """
     from plyfile import PlyData
 
@@ -115,13 +156,20 @@ def read_mesh_ply(path: Path | str, id_field: str | None = "object_id") -> Scene
                 raise SchemaError(path, "vertex.s/t", "per-vertex texture coordinates for 'comment TextureFile'", list(vprops))
             uv = np.stack([v[uv_names[0]], v[uv_names[1]]], axis=1).astype(np.float64)
             colors = _sample_texture(path, tex[0], uv, "comment TextureFile")
+            from PIL import Image
+
+            with Image.open(path.parent / tex[0]) as im:  # checked readable by _sample_texture
+                image = np.asarray(im.convert("RGB"), dtype=np.uint8)
+            return SceneMesh(vertices, triangles, ids, np.clip(colors, 0, 1).astype(np.float32), uv, [image],
+                             np.zeros(len(triangles), np.int64))
     return SceneMesh(vertices, triangles, ids, np.clip(colors, 0, 1).astype(np.float32))
 
 
 def read_mesh_gltf(path: Path | str) -> SceneMesh:
     """A GLB/glTF scene with object ids as a per-vertex `_OBJECT_ID` attribute or a trailing integer in node names.
 
-    Vertices stay in the file's frame (glTF is y-up by specification). Textures are sampled to vertex colours.
+    Vertices stay in the file's frame (glTF is y-up by specification). Textured primitives keep their uv and base-colour image
+    (one texture index each; the same image once) and get vertex colours sampled from it.
     """
     import re
 
@@ -143,6 +191,7 @@ def read_mesh_gltf(path: Path | str) -> SceneMesh:
     except Exception as err:
         raise SchemaError(path, "<file>", f"a readable GLB/glTF mesh ({type(err).__name__}: {str(err)[:60]})") from None
     parts: list[SceneMesh] = []
+    cache: dict[int, np.ndarray] = {}
     for node in scene.graph.nodes_geometry:
         T, gname = scene.graph[node]
         g = scene.geometry[gname]
@@ -158,9 +207,11 @@ def read_mesh_gltf(path: Path | str) -> SceneMesh:
             ids = np.full(len(tris), int(m.group(1)) if m else 0, dtype=np.int64)
         visual = g.visual.to_color() if hasattr(g.visual, "to_color") else g.visual  # textures sampled at the vertices
         colors = np.asarray(visual.vertex_colors, dtype=np.float32)[:, :3] / 255
-        parts.append(SceneMesh(verts, tris, ids, colors))
+        image = _texture_array(g, cache)
+        if image is None:
+            parts.append(SceneMesh(verts, tris, ids, colors))
+        else:
+            parts.append(SceneMesh(verts, tris, ids, colors, np.asarray(g.visual.uv, dtype=np.float64), [image], np.zeros(len(tris), np.int64)))
     if not parts:
         raise SchemaError(path, "meshes", "at least one triangle mesh")
-    offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
-    return SceneMesh(np.concatenate([p.vertices for p in parts]), np.concatenate([p.triangles + o for p, o in zip(parts, offsets)]),
-                     np.concatenate([p.object_ids for p in parts]), np.concatenate([p.vertex_colors for p in parts]))
+    return concat_meshes(parts)

@@ -1,6 +1,7 @@
 """Scenes from labelled meshes: Replica (`mesh_semantic.ply` + `info_semantic.json`) and generic PLY/GLB with a class map."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def to_z_up(mesh: SceneMesh, up: str) -> SceneMesh:
     if up != "y":
         raise InputError(f"up axis {up!r}: expected 'z' or 'y'")
     v = mesh.vertices
-    return SceneMesh(np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1), mesh.triangles, mesh.object_ids, mesh.vertex_colors)
+    return replace(mesh, vertices=np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1))
 
 
 def find_replica_files(path: Path) -> tuple[Path, Path]:

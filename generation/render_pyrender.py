@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from generation.geometry import ObjectGeometry, RendererUnavailableError
+from generation.geometry import ObjectGeometry, RendererUnavailableError, texture_pieces
 from generation.render_raycast import RaycastRenderer
 from tiermap.formats.sequence import CameraParams, Light
 
@@ -53,19 +53,24 @@ class PyrenderRenderer(RaycastRenderer):
         self.scene = _ordered_scene(pyrender)(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
         from PIL import Image
 
-        for i, g in enumerate(geometry):
+        shared: dict[int, object] = {}  # one material (and GL texture) per mesh-scene image, shared by every piece using it
+        for i, piece, g, mesh_tex in ((i, k, p, o.textures is not None) for i, o in enumerate(geometry) for k, p in enumerate(texture_pieces(o))):
             tm = trimesh.Trimesh(g.vertices, g.triangles, process=False)
             if g.texture is not None:
                 img = Image.fromarray(g.texture)
                 tm.visual = trimesh.visual.TextureVisuals(uv=g.uv, image=img)
-                mat = pyrender.MetallicRoughnessMaterial(baseColorTexture=pyrender.Texture(source=img, source_channels="RGB"),
-                                                         metallicFactor=0.0, roughnessFactor=0.9)
+                mat = shared.get(id(g.texture)) if mesh_tex else None
+                if mat is None:
+                    mat = pyrender.MetallicRoughnessMaterial(baseColorTexture=pyrender.Texture(source=img, source_channels="RGB"),
+                                                             metallicFactor=0.0, roughnessFactor=0.9)
+                    if mesh_tex:
+                        shared[id(g.texture)] = mat
             elif np.ptp(g.vertex_colors, axis=0).max() == 0:
                 mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[*g.vertex_colors[0].tolist(), 1.0], metallicFactor=0.0, roughnessFactor=0.9)
             else:
                 tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=(np.clip(g.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8))
                 mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[1.0, 1.0, 1.0, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
-            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}")
+            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}" + (f".{piece}" if piece else ""))
         # OpenGL puts pixel u's centre at u + 0.5 where OpenCV (camera_params.json) puts it at u.
         self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx + 0.5, camera.cy + 0.5, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}

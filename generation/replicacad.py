@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import glob
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from generation.mesh_io import read_mesh_gltf
+from generation.mesh_io import concat_meshes, read_mesh_gltf
 from generation.mesh_scene import label_name, scene_from_mesh, to_z_up
 from tiermap.formats.base import InputError, SchemaError
 from tiermap.formats.replicacad import (
@@ -144,7 +145,7 @@ def _placed(mesh: SceneMesh, T: np.ndarray, oid: int) -> SceneMesh:
     """The mesh moved by T (4×4, may scale) with every face given object id `oid`."""
     v = mesh.vertices @ T[:3, :3].T + T[:3, 3]
     tris = mesh.triangles if np.linalg.det(T[:3, :3]) > 0 else mesh.triangles[:, ::-1]  # a mirroring scale flips winding
-    return SceneMesh(v, tris, np.full(len(tris), oid, np.int64), mesh.vertex_colors)
+    return replace(mesh, vertices=v, triangles=tris, object_ids=np.full(len(tris), oid, np.int64))  # uv and textures carry over
 
 
 def instance_transform(inst: ObjectInstance, scene_origin: str | None, scale: np.ndarray, com: np.ndarray) -> np.ndarray:
@@ -199,9 +200,7 @@ def articulated_mesh(templates: Templates, inst: ObjectInstance, k: int, oid: in
 
 def concat(parts: list[SceneMesh]) -> SceneMesh:
     """One mesh of many."""
-    offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
-    return SceneMesh(np.concatenate([p.vertices for p in parts]), np.concatenate([p.triangles + o for p, o in zip(parts, offsets)]),
-                     np.concatenate([p.object_ids for p in parts]), np.concatenate([p.vertex_colors for p in parts]))
+    return concat_meshes(parts)
 
 
 def y_to_z(v: list[float]) -> list[float]:

@@ -1,7 +1,7 @@
 """scene.json and the scene's labelled mesh (mesh.ply): objects, boxes, rooms, units in metres, z up."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -116,37 +116,96 @@ SCENE_MESH = "mesh.ply"
 """The normalised geometry of a mesh-sourced scene, beside its scene.json."""
 
 
+MESH_TEXTURES = "mesh_textures"
+"""Folder beside mesh.ply holding its texture images (000.png, 001.png, ...), listed as `comment TextureFile` lines."""
+
+
 @dataclass
 class SceneMesh:
-    """A labelled triangle mesh: vertices (V, 3), triangles (F, 3), object id per triangle (0 = unlabelled), colours (V, 3) in [0, 1]."""
+    """A labelled triangle mesh: vertices (V, 3), triangles (F, 3), object id per triangle (0 = unlabelled), colours (V, 3) in [0, 1].
+
+    Optional textures: per-vertex `uv` (V, 2; OpenGL, v up), `textures` (H×W×3 uint8 images) and `texture_index` per
+    triangle (-1 = untextured). Vertex colours stay (sampled from the textures) for every consumer that ignores textures.
+    """
 
     vertices: np.ndarray
     triangles: np.ndarray
     object_ids: np.ndarray
     vertex_colors: np.ndarray
+    uv: np.ndarray | None = None
+    textures: list[np.ndarray] = field(default_factory=list)
+    texture_index: np.ndarray | None = None
+
+    @property
+    def textured(self) -> bool:
+        """Whether any triangle carries a texture."""
+        return bool(self.textures) and self.uv is not None and self.texture_index is not None and bool((self.texture_index >= 0).any())
+
+
+def _png(img: np.ndarray) -> bytes:
+    """Deterministic PNG bytes of an H×W×3 uint8 image (no timestamps or metadata)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(img, dtype=np.uint8)[..., :3], "RGB").save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
 
 
 def write_scene_mesh(path: Path | str, mesh: SceneMesh) -> Path:
-    """Binary PLY: float x, y, z and uint8 red, green, blue per vertex; vertex_indices and int object_id per triangle."""
+    """Binary PLY: float x, y, z and uint8 red, green, blue per vertex; vertex_indices and int object_id per triangle.
+
+    A textured mesh adds float s, t per vertex, int texture_index per triangle and `comment TextureFile mesh_textures/NNN.png`
+    lines, the images written as PNG beside it first; an untextured mesh is written byte for byte as before.
+    """
     import io
 
     from plyfile import PlyData, PlyElement
 
-    vdt = [("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")]
+    path = Path(path)
+    textured = mesh.textured
+    vdt = [("x", "f4"), ("y", "f4"), ("z", "f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")] + ([("s", "f4"), ("t", "f4")] if textured else [])
     va = np.empty(len(mesh.vertices), dtype=vdt)
     va["x"], va["y"], va["z"] = np.asarray(mesh.vertices, dtype=np.float32).T
     rgb = (np.clip(mesh.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8)
     va["red"], va["green"], va["blue"] = rgb.T
-    fa = np.empty(len(mesh.triangles), dtype=[("vertex_indices", "i4", (3,)), ("object_id", "i4")])
+    fdt = [("vertex_indices", "i4", (3,)), ("object_id", "i4")] + ([("texture_index", "i4")] if textured else [])
+    fa = np.empty(len(mesh.triangles), dtype=fdt)
     fa["vertex_indices"] = mesh.triangles.astype(np.int32)
     fa["object_id"] = mesh.object_ids.astype(np.int32)
+    comments: list[str] = []
+    if textured:
+        va["s"], va["t"] = np.asarray(mesh.uv, dtype=np.float32).T
+        fa["texture_index"] = np.asarray(mesh.texture_index).astype(np.int32)
+        for k, img in enumerate(mesh.textures):
+            name = f"{MESH_TEXTURES}/{k:03d}.png"
+            atomic.write_bytes(path.parent / name, _png(img))
+            comments.append(f"TextureFile {name}")
     buf = io.BytesIO()
-    PlyData([PlyElement.describe(va, "vertex"), PlyElement.describe(fa, "face")]).write(buf)
+    PlyData([PlyElement.describe(va, "vertex"), PlyElement.describe(fa, "face")], comments=comments).write(buf)
     return atomic.write_bytes(path, buf.getvalue())
 
 
+def _read_textures(path: Path, names: list[str]) -> list[np.ndarray]:
+    """The texture images listed in a scene mesh's header, as H×W×3 uint8."""
+    from PIL import Image
+
+    out = []
+    for k, name in enumerate(names):
+        tex = path.parent / name
+        if not tex.is_file():
+            raise SchemaError(path, f"comment TextureFile[{k}]", f"an existing texture image beside the mesh ({tex} is missing)", name)
+        try:
+            with Image.open(tex) as im:
+                out.append(np.asarray(im.convert("RGB"), dtype=np.uint8))
+        except Exception as err:
+            raise SchemaError(tex, "<file>", f"a readable PNG image ({type(err).__name__})") from None
+    return out
+
+
 def read_scene_mesh(path: Path | str) -> SceneMesh:
-    """The normalised mesh of a mesh-sourced scene (written by `write_scene_mesh`), checked."""
+    """The normalised mesh of a mesh-sourced scene (written by `write_scene_mesh`), with its textures if any, checked."""
     from plyfile import PlyData
 
     path = Path(path)
@@ -165,4 +224,19 @@ def read_scene_mesh(path: Path | str) -> SceneMesh:
         raise SchemaError(path, "vertex.x/y/z", "finite coordinates (found NaN/inf)")
     if len(triangles) and (triangles.min() < 0 or triangles.max() >= len(vertices)):
         raise SchemaError(path, "face.vertex_indices", f"indices in [0, {len(vertices)})", int(triangles.max()))
-    return SceneMesh(vertices, triangles, ids, colors)
+    names = [c.split(None, 1)[1].strip() for c in ply.comments if c.startswith("TextureFile ") and len(c.split(None, 1)) == 2]
+    if not names:
+        return SceneMesh(vertices, triangles, ids, colors)
+    vprops, fprops = v.data.dtype.names or (), f.data.dtype.names or ()
+    if "s" not in vprops or "t" not in vprops:
+        raise SchemaError(path, "vertex.s/t", "per-vertex texture coordinates for 'comment TextureFile'", list(vprops))
+    if "texture_index" not in fprops:
+        raise SchemaError(path, "face.texture_index", "a texture index per face for 'comment TextureFile'", list(fprops))
+    uv = np.stack([v["s"], v["t"]], axis=1).astype(np.float64)
+    tex_idx = np.asarray(f["texture_index"], dtype=np.int64)
+    if not np.isfinite(uv).all():
+        raise SchemaError(path, "vertex.s/t", "finite texture coordinates (found NaN/inf)")
+    bad = tex_idx[(tex_idx < -1) | (tex_idx >= len(names))]
+    if len(bad):
+        raise SchemaError(path, "face.texture_index", f"-1 (untextured) or an index in [0, {len(names)})", int(bad[0]))
+    return SceneMesh(vertices, triangles, ids, colors, uv, _read_textures(path, names), tex_idx)
