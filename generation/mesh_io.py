@@ -69,20 +69,18 @@ def concat_meshes(parts: list[SceneMesh]) -> SceneMesh:
 
 
 def _texture_array(g: Any, cache: dict[int, np.ndarray]) -> np.ndarray | None:
-    """A textured trimesh geometry's base-colour image as H×W×3 uint8 (times a non-white base colour factor); None if untextured."""
+    """A textured trimesh geometry's base-colour image as H×W×3 uint8 (the same image object once); None if untextured.
+
+    The base colour factor is ignored, as by the vertex colours sampled from the image, so both agree.
+    """
     uv = getattr(g.visual, "uv", None)
     mat = getattr(g.visual, "material", None)
     img = getattr(mat, "baseColorTexture", None) or getattr(mat, "image", None)
     if uv is None or img is None or len(uv) != len(g.vertices):
         return None
-    factor = getattr(mat, "baseColorFactor", None)
-    key = id(img) if factor is None else hash((id(img), tuple(np.asarray(factor).ravel().tolist())))
-    if key not in cache:
-        arr = np.asarray(img.convert("RGB"), dtype=np.uint8)
-        f = np.asarray(factor, dtype=np.float64).ravel()[:3] if factor is not None else np.full(3, 255.0)
-        f = f / 255.0 if f.max() > 1.0 else f
-        cache[key] = arr if np.all(f >= 1.0) else np.clip(arr * f + 0.5, 0, 255).astype(np.uint8)
-    return cache[key]
+    if id(img) not in cache:
+        cache[id(img)] = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    return cache[id(img)]
 
 
 def _sample_texture(path: Path, image_name: str, uv: np.ndarray, field: str) -> np.ndarray:
