@@ -127,7 +127,8 @@ def fps(geometry: list[ObjectGeometry], camera, poses: np.ndarray, lights) -> tu
 
 
 def main() -> None:
-    params = yaml.safe_load(open("params.yaml"))
+    with open("params.yaml") as fh:
+        params = yaml.safe_load(fh)
     params["render"].update(width=640, height=480)
     camera = camera_from_params(params["render"])
     t = time.perf_counter()

@@ -15,7 +15,14 @@ from tests.mesh_fixtures import write_replica
 from tiermap.app.stages import make_scene
 from tiermap.formats.base import SchemaError
 from tiermap.formats.layout import DatasetPaths
-from tiermap.formats.scene import MESH_TEXTURES, SCENE_MESH, SceneMesh, read_scene, read_scene_mesh, write_scene_mesh
+from tiermap.formats.scene import (
+    MESH_TEXTURES,
+    SCENE_MESH,
+    SceneMesh,
+    read_scene,
+    read_scene_mesh,
+    write_scene_mesh,
+)
 from tiermap.formats.sequence import CameraParams, Light
 
 A, B = (220, 40, 40), (40, 40, 220)  # the two check colours
