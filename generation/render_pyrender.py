@@ -53,6 +53,8 @@ class PyrenderRenderer(RaycastRenderer):
         self.scene = _ordered_scene(pyrender)(bg_color=[0, 0, 0, 0], ambient_light=[0, 0, 0])
         from PIL import Image
 
+        self.mesh_nodes: list[object] = []
+        corners: list[np.ndarray] = []  # world bounding-box corners per mesh node, for frustum culling
         shared: dict[int, object] = {}  # one material (and GL texture) per mesh-scene image, shared by every piece using it
         for i, piece, g, mesh_tex in ((i, k, p, o.textures is not None) for i, o in enumerate(geometry) for k, p in enumerate(texture_pieces(o))):
             tm = trimesh.Trimesh(g.vertices, g.triangles, process=False)
@@ -70,7 +72,11 @@ class PyrenderRenderer(RaycastRenderer):
             else:
                 tm.visual = trimesh.visual.ColorVisuals(tm, vertex_colors=(np.clip(g.vertex_colors, 0, 1) * 255 + 0.5).astype(np.uint8))
                 mat = pyrender.MetallicRoughnessMaterial(baseColorFactor=[1.0, 1.0, 1.0, 1.0], metallicFactor=0.0, roughnessFactor=0.9)
-            self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}" + (f".{piece}" if piece else ""))
+            node = self.scene.add(pyrender.Mesh.from_trimesh(tm, material=mat, smooth=False), name=f"mesh{i:08d}" + (f".{piece}" if piece else ""))
+            self.mesh_nodes.append(node)
+            lo, hi = g.vertices.min(0), g.vertices.max(0)
+            corners.append(np.array([[x, y, z, 1.0] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]))
+        self.corners = np.stack(corners) if corners else np.zeros((0, 8, 4))
         # OpenGL puts pixel u's centre at u + 0.5 where OpenCV (camera_params.json) puts it at u.
         self.cam_node = self.scene.add(pyrender.IntrinsicsCamera(camera.fx, camera.fy, camera.cx + 0.5, camera.cy + 0.5, znear=0.05, zfar=50.0))
         self.light_nodes: dict[str, object] = {}
@@ -114,10 +120,30 @@ class PyrenderRenderer(RaycastRenderer):
         F = self._pr.RenderFlags
         # A light at the camera's centre casts every shadow behind what the camera sees, so its shadow pass is skipped.
         spot_on = any(L.type == "spot" and not L.attached_to_camera and L.is_on(progress) for L in lights)
+        self._cull(pose, enabled=not spot_on)
         # RGBA skips pyrender's depth read-back (depth comes from the ray caster); shadow maps only for a scene spot.
         out = self.renderer.render(self.scene, flags=F.RGBA | (F.SHADOWS_SPOT if spot_on else F.NONE))
         rgb = out[0] if isinstance(out, tuple) else out
         return np.ascontiguousarray(rgb[..., :3])
+
+    def _cull(self, pose: np.ndarray, enabled: bool) -> None:
+        """Hide meshes whose bounding box lies wholly outside the view frustum (they add no pixel without shadows).
+
+        A box is culled when all 8 corners are behind the near plane or beyond one image border (1 px margin), so the
+        drawn pixels are the same as drawing everything; llvmpipe then rasterises only what the camera can see.
+        """
+        if not enabled or not len(self.corners):
+            for n in self.mesh_nodes:
+                n.mesh.is_visible = True
+            return
+        c = self.corners @ np.linalg.inv(pose).T  # camera frame (OpenCV axes), N x 8 x 4
+        x, y, z = c[..., 0], c[..., 1], c[..., 2]
+        cam = self.camera
+        cx, cy = cam.cx + 0.5, cam.cy + 0.5  # GL pixel-edge coordinates: the image spans [0, w] x [0, h]
+        out = ((z < 0.05).all(1) | (cam.fx * x + (cx + 1) * z < 0).all(1) | (cam.fx * x + (cx - cam.w - 1) * z > 0).all(1)
+               | (cam.fy * y + (cy + 1) * z < 0).all(1) | (cam.fy * y + (cy - cam.h - 1) * z > 0).all(1))
+        for n, hide in zip(self.mesh_nodes, out.tolist(), strict=True):
+            n.mesh.is_visible = not hide
 
     def close(self) -> None:
         """Release the EGL context."""
