@@ -83,12 +83,12 @@ def scene_poses(scene: Scene, params: dict[str, Any], speed_factor: float, geome
 RENDERERS = ("pyrender", "raycast", "habitat")
 
 
-def make_renderer(name: str, geometry: list[ObjectGeometry], camera: CameraParams):  # type: ignore[no-untyped-def]
-    """Renderer by name: pyrender (default, Mesa EGL), raycast (Open3D only), habitat (GPU workstations)."""
+def make_renderer(name: str, geometry: list[ObjectGeometry], camera: CameraParams, antialias: bool = True):  # type: ignore[no-untyped-def]
+    """Renderer by name: pyrender (default, Mesa EGL; `antialias`: 4x multisampling), raycast (Open3D only), habitat (GPU)."""
     if name == "pyrender":
         from generation.render_pyrender import PyrenderRenderer
 
-        return PyrenderRenderer(geometry, camera)
+        return PyrenderRenderer(geometry, camera, antialias=antialias)
     if name == "raycast":
         from generation.render_raycast import RaycastRenderer
 
@@ -128,7 +128,7 @@ def render_sequence(scene_json: Path, condition: str, params: dict[str, Any], ou
     else:
         geometry = scene_geometry(scene, scene_json.parent)
         poses = scene_poses(scene, params, cond.speed_factor, geometry)
-        renderer = make_renderer(name, geometry, camera)
+        renderer = make_renderer(name, geometry, camera, antialias=params["render"].get("antialias", True))
     if max_frames is not None:
         poses = poses[:max_frames]
     with atomic_dir(out_dir) as tmp:

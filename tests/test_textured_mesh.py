@@ -92,12 +92,13 @@ def test_mesh_scene_keeps_the_texture_per_texel(checker_scene: Path) -> None:
     assert read_scene(checker_scene / "scene.json").object(1).class_name == "wall"
 
 
-def test_pyrender_draws_the_checker_pattern(checker_scene: Path) -> None:
+@pytest.mark.parametrize("antialias", [True, False])
+def test_pyrender_draws_the_checker_pattern(checker_scene: Path, antialias: bool) -> None:
     os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
     from generation.render_pyrender import PyrenderRenderer
 
     geometry = scene_geometry(read_scene(checker_scene / "scene.json"), checker_scene)
-    r = PyrenderRenderer(geometry, CAM)
+    r = PyrenderRenderer(geometry, CAM, antialias=antialias)
     try:
         g = r.geometry(POSE)
         rgb = r.shade(g, POSE, [Light(name="amb", type="ambient", color=[1.0, 1.0, 1.0], intensity=1.0)], 0.0).astype(int)
