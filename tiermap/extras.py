@@ -24,6 +24,8 @@ EXTRAS: dict[str, dict[str, str]] = {
         "requests": "requests",
         "rapidfuzz": "rapidfuzz",
         "label-studio-sdk": "label_studio_sdk",
+        "dask": "distributed",
+        "dask-jobqueue": "dask_jobqueue",
     },
     "embeddings": {
         "sentence-transformers": "sentence_transformers",

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from evaluation.cli import baseline_app, eval_app
 from evaluation.vqa_cli import vqa_app
+from tiermap.app.cli_cluster import add_repro_command
 from tiermap.app.cli_vqa import add_questions_command
 from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.errors import command_paths, is_user_error
@@ -400,6 +401,7 @@ def demo(root: RootOpt = Path("datasets"), dataset: DatasetOpt = "demo") -> None
 
 
 add_questions_command(vqa_app, _run, _show, _paths)
+add_repro_command(app, _run, PipelineCommand, console)
 
 
 def main() -> None:

@@ -108,6 +108,19 @@ class MeshScene(Model):
     up: str | None = None
 
 
+class ClusterParams(Model):
+    """The `cluster:` block: the Slurm jobs of `tiermap repro --cluster slurm` (dask-jobqueue SLURMCluster arguments)."""
+
+    queue: str | None = None
+    account: str | None = None
+    cores: PosInt = 1             # cores per job (one Dask worker process per job unless `processes` says otherwise)
+    processes: PosInt = 1
+    memory: str = "4GB"
+    walltime: str = "01:00:00"
+    jobs: PosInt = 1              # cluster.scale(jobs=...)
+    job_extra_directives: list[str] = []
+
+
 class Params(Model):
     """params.yaml."""
 
@@ -123,6 +136,7 @@ class Params(Model):
     gt: GTParams
     annotation: AnnotationParams = AnnotationParams()
     vqa: VQAParams = VQAParams()
+    cluster: ClusterParams = ClusterParams()
 
 
 def check_params(data: Any, path: Path | str = PARAMS_FILE) -> Params:
