@@ -76,7 +76,7 @@ def plan(repo: Path | str, targets: list[str] | None = None, force: bool = False
     import networkx as nx
     from dvc.repo import Repo
 
-    with Repo(str(repo)) as r:
+    with contextlib.chdir(repo), Repo(".") as r:  # stage addresses (`b@x`, `sub/dvc.yaml:s`) are relative to the cwd
         graph = r.index.graph  # edges: stage -> the stage it depends on
         by_name = {s.addressing: s for s in graph.nodes if s.cmd}
         wanted = set(by_name)
@@ -207,7 +207,7 @@ def commit(repo: Path | str, names: list[str]) -> None:
     from dvc.repo import Repo
 
     logging.getLogger("dvc").setLevel(logging.WARNING)  # no "Updating lock file" per stage in the progress output
-    with Repo(str(repo)) as r:
+    with contextlib.chdir(repo), Repo(".") as r:
         for n in names:
             r.commit(n, force=True)
 

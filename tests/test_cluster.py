@@ -1,0 +1,132 @@
+"""`tiermap repro --cluster`: a real LocalCluster of 2 worker processes on a tiny DVC repository (and the real dvc.yaml's plan)."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.cluster_fixtures import BIN, lock_outs, make_tiny_repo
+from tests.conftest import init_pipeline_repo, small_params
+from tiermap.app import cluster as cl
+from tiermap.app.cli import app
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+DVC = str(BIN / "dvc")
+
+
+def dvc(repo: Path, *args: str) -> str:
+    res = subprocess.run([DVC, *args], cwd=repo, text=True, capture_output=True, check=True)
+    return res.stdout
+
+
+def serial_twin(repo: Path, tmp: Path) -> dict:
+    """The same repository reproduced by a plain serial `dvc repro` in a copy: its dvc.lock outs."""
+    twin = tmp / "serial"
+    shutil.copytree(repo, twin)
+    dvc(twin, "repro")
+    return lock_outs(twin)
+
+
+def assert_clean(repo: Path) -> None:
+    assert "Data and pipelines are up to date" in dvc(repo, "status")
+    out = dvc(repo, "repro")
+    assert "Running stage" not in out, out
+
+
+def test_cluster_run_matches_serial_repro(tmp_path: Path) -> None:
+    repo = make_tiny_repo(tmp_path / "repo", sleep_x=0.5)
+    p = cl.plan(repo)
+    assert p.order[0] == "a" and p.order[-1] == "d" and set(p.order) == {"a", "b@x", "b@y", "c@x", "c@y", "d"}
+    assert p.stages["d"].preds == ["c@x", "c@y"]
+    events: list[dict] = []
+    out = cl.repro(repo, "local:2", on_event=lambda c, m: events.append(c))
+    assert sorted(out.done) == sorted(p.order) and not out.failed and out.dashboard.startswith("http")
+    assert events[-1] == {"done": 6, "running": 0, "waiting": 0, "total": 6}
+    assert lock_outs(repo) == serial_twin(repo, tmp_path)
+    assert_clean(repo)
+    assert cl.plan(repo).order == []  # nothing stale: a second cluster run does nothing
+
+
+def test_killed_worker_mid_stage_is_retried(tmp_path: Path) -> None:
+    repo = make_tiny_repo(tmp_path / "repo", sleep_x=4.0)
+    p = cl.plan(repo)
+    with cl.connect("local:2") as client:
+        result: dict = {}
+        th = threading.Thread(target=lambda: result.update(out=cl.execute(repo, p, client)))
+        th.start()
+        victim = None
+        for _ in range(200):  # wait until b@x (4 s) is on a worker, then kill that worker process
+            busy = {w: keys for w, keys in client.processing().items() if any("stage-b@x" in str(k) for k in keys)}
+            if busy and (repo / "out/a.txt").exists():
+                addr = next(iter(busy))
+                time.sleep(1.0)  # mid-stage
+                victim = client.run(os.getpid, workers=[addr])[addr]
+                os.kill(victim, signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        th.join(timeout=120)
+    assert victim is not None and not th.is_alive()
+    out = result["out"]
+    assert sorted(out.done) == sorted(p.order) and not out.failed
+    assert not [f for f in (repo / "out").iterdir() if f.name.endswith(".tmp")]  # no partial output left
+    assert lock_outs(repo) == serial_twin(repo, tmp_path)
+    assert_clean(repo)
+
+
+def test_bad_input_stops_only_its_branch(tmp_path: Path) -> None:
+    repo = make_tiny_repo(tmp_path / "repo", sleep_x=0.5)
+    (repo / "data/y.txt").write_text("BAD input\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-m", "tiermap.app.cli", "repro", "--cluster", "local:2"], cwd=repo, env=env,
+                         text=True, capture_output=True)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "error: b@y: exit 1: step.py: bad input in data/y.txt" in res.stdout
+    assert "not run (upstream failed): c@y, d" in res.stdout and "Dask dashboard: http" in res.stdout
+    locked = lock_outs(repo)
+    assert sorted(locked) == ["a", "b@x", "c@x"] and not (repo / "out/d.txt").exists()
+    status = dvc(repo, "status")
+    assert "b@y:" in status and "c@x:" not in status and "b@x:" not in status
+
+
+def test_bad_spec_and_target_are_one_line(tmp_path: Path) -> None:
+    repo = make_tiny_repo(tmp_path / "repo")
+    runner = CliRunner()
+    for args, msg in ((["--cluster", "bogus"], "unknown --cluster `bogus`"),
+                      (["nosuch", "--cluster", "local:1"], "`nosuch` is not a stage of dvc.yaml")):
+        res = runner.invoke(app, ["repro", *args, "--repo", str(repo)])
+        assert res.exit_code == 2 and msg in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert cl.parse_spec("local") == ("local", None) and cl.parse_spec("local:3") == ("local", 3)
+    assert cl.parse_spec("tcp://10.0.0.1:8786") == ("tcp", "tcp://10.0.0.1:8786") and cl.parse_spec("slurm") == ("slurm", None)
+
+
+def test_slurm_job_script_from_params() -> None:
+    from tiermap.formats.params import read_params
+
+    block = read_params(REPO / "params.yaml")[0].cluster.model_dump()
+    c = cl.slurm_cluster(block)
+    try:
+        script = c.job_script()
+    finally:
+        c.close()
+    assert f"#SBATCH -p {block['queue']}" in script and f"#SBATCH -t {block['walltime']}" in script
+    assert f"#SBATCH --mem={block['memory'].removesuffix('B')}" in script and f"--cpus-per-task={block['cores']}" in script
+
+
+def test_real_pipeline_plan(tmp_path: Path) -> None:
+    """On the project's dvc.yaml: foreach/matrix items are stages, push/pull stay on the client, targets pull in upstream."""
+    repo = init_pipeline_repo(tmp_path / "repo", small_params(["baseline", "nominal"]))
+    p = cl.plan(repo)
+    assert {"scene@room0", "sequence@room0-baseline", "sequence@room0-nominal", "scene_gt@room0", "validate"} <= set(p.order)
+    assert p.stages["push"].on_client and p.stages["pull"].on_client and not p.stages["crops@room0"].on_client
+    assert p.stages["sequence@room0-nominal"].preds == ["scene@room0"]
+    assert p.order.index("pull") > p.order.index("push") > p.order.index("crops@room0")
+    assert sorted(cl.plan(repo, ["sequence"]).order) == ["scene@room0", "sequence@room0-baseline", "sequence@room0-nominal"]
