@@ -90,6 +90,22 @@ def plot_frequency(result: dict, path: Path) -> Path:
     return _save(_stacked_groups([s for s, _ in scopes], tops, data, title), path)
 
 
+def _change_bars(ax, rel: Mapping[str, Mapping], conds: list[str], keys: list[str], labels: Mapping[str, str],  # type: ignore[no-untyped-def]
+                 fontsize: int) -> None:
+    """Bars of relative change (%) per key, grouped by condition; "n/a" where a value is missing."""
+    width = 0.8 / max(len(keys), 1)
+    x = np.arange(len(conds), dtype=float)
+    for i, k in enumerate(keys):
+        vals = [number(rel[c].get(k)) for c in conds]
+        pos = x + (i - (len(keys) - 1) / 2) * width
+        ax.bar(pos, [0.0 if v is None else v * 100 for v in vals], width, label=labels.get(k, k))
+        for p, v in zip(pos, vals):
+            if v is None:
+                ax.text(p, 0, "n/a", ha="center", va="bottom", fontsize=fontsize, rotation=90)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, conds)
+
+
 def plot_relative_change(result: dict, path: Path) -> Path:
     """relative_change.png of an OSMa result: bars per metric grouped by condition (%)."""
     rel = {c: d for c, d in (result.get("relative_change") or {}).items() if isinstance(d, Mapping)}
@@ -97,17 +113,7 @@ def plot_relative_change(result: dict, path: Path) -> Path:
     metrics = metric_keys(list(rel.values()), OSMA_COLUMNS)
     fig = _figure(max(5.0, 1.4 * len(conds) + 2.5), 4.2)
     ax = fig.add_subplot()
-    width = 0.8 / max(len(metrics), 1)
-    x = np.arange(len(conds), dtype=float)
-    for i, m in enumerate(metrics):
-        vals = [number(rel[c].get(m)) for c in conds]
-        pos = x + (i - (len(metrics) - 1) / 2) * width
-        ax.bar(pos, [0.0 if v is None else v * 100 for v in vals], width, label=OSMA_COLUMNS.get(m, m))
-        for p, v in zip(pos, vals):
-            if v is None:
-                ax.text(p, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, conds)
+    _change_bars(ax, rel, conds, metrics, OSMA_COLUMNS, fontsize=7)
     ax.set_ylabel(f"change vs {result.get('baseline') or 'baseline'} (%)")
     title = f"{result.get('method') or 'OSMa-Bench'}: relative change"
     if result.get("aggregate"):
@@ -205,17 +211,7 @@ def plot_vqa_relative_change(result: dict, path: Path) -> Path:
     keys = [k for k in (*VQA_CATEGORIES, "overall") if any(k in d for d in rel.values())]
     fig = _figure(max(6.0, 1.6 * len(conds) + 3.5), 4.5)
     ax = fig.add_subplot()
-    width = 0.8 / max(len(keys), 1)
-    x = np.arange(len(conds), dtype=float)
-    for i, k in enumerate(keys):
-        vals = [number(rel[c].get(k)) for c in conds]
-        pos = x + (i - (len(keys) - 1) / 2) * width
-        ax.bar(pos, [0.0 if v is None else v * 100 for v in vals], width, label=VQA_SHORT.get(k, k))
-        for p, v in zip(pos, vals):
-            if v is None:
-                ax.text(p, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, conds)
+    _change_bars(ax, rel, conds, keys, VQA_SHORT, fontsize=6)
     ax.set_ylabel(f"change vs {result.get('reference') or 'baseline'} (%)")
     ax.set_title(f"{result.get('method') or 'VQA'}: relative change of accuracy")
     if not conds:
