@@ -56,6 +56,28 @@ def test_cluster_run_matches_serial_repro(tmp_path: Path) -> None:
     assert cl.plan(repo).order == []  # nothing stale: a second cluster run does nothing
 
 
+def test_stages_below_an_unchanged_output_are_not_run(tmp_path: Path) -> None:
+    """b@y's command changes but not its output: c@y and d are not run, as `dvc repro` skips them; the bar counts stages."""
+    repo = make_tiny_repo(tmp_path / "repo", sleep_x=0.0)
+    dvc(repo, "repro")
+    y = (repo / "dvc.yaml").read_text().replace("${item.sleep} out/a.txt", "${item.sleep}  out/a.txt")  # b's cmd, same output
+    (repo / "dvc.yaml").write_text(y)
+    twin = tmp_path / "serial"
+    shutil.copytree(repo, twin)
+    serial_log = dvc(twin, "repro")
+    assert "didn't change, skipping" in serial_log and "Running stage 'c@y'" not in serial_log
+    p = cl.plan(repo)
+    assert sorted(p.order) == ["b@x", "b@y", "c@x", "c@y", "d"] and p.stages["d"].downstream and not p.stages["b@y"].downstream
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-m", "tiermap.app.cli", "repro", "--cluster", "local:2"], cwd=repo, env=env,
+                         text=True, capture_output=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "not run (inputs unchanged after the stages above them ran): c@x, c@y, d" in res.stdout, res.stdout
+    assert "2 stage(s) recorded in dvc.lock" in res.stdout and "stages" in res.stdout and "5/5" in res.stdout, res.stdout
+    assert lock_outs(repo) == lock_outs(twin)
+    assert_clean(repo)
+
+
 def test_killed_worker_mid_stage_is_retried(tmp_path: Path) -> None:
     repo = make_tiny_repo(tmp_path / "repo", sleep_x=4.0)
     p = cl.plan(repo)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tiermap.formats.params import PARAMS_FILE
 
@@ -31,17 +32,30 @@ def add_repro_command(app: typer.Typer, run, cls: type, console: Console) -> Non
 
             block = run(lambda: read_params(repo / params if not params.is_absolute() else params))[0].cluster.model_dump()
 
+        bar = Progress(TextColumn("stages"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                       TimeElapsedColumn(), console=console, transient=False)
+        task = bar.add_task("", total=None)
+
         def start(plan: cl.Plan, dashboard: str | None) -> None:
             if not plan.order:
                 console.print("Data and pipelines are up to date.")
-            else:
-                console.print(f"{len(plan.order)} stale stage(s) on {cluster}; Dask dashboard: {dashboard}")
+                return
+            console.print(f"{len(plan.order)} stale stage(s) on {cluster}; Dask dashboard: {dashboard}", soft_wrap=True)
+            bar.update(task, total=len(plan.order), description=f"running 0 · waiting {len(plan.order)}")
+            bar.start()
 
         def event(counts: dict[str, int], msg: str) -> None:
-            line = f"[{counts['done']}/{counts['total']}] done {counts['done']} · running {counts['running']} · waiting {counts['waiting']}"
-            console.print(f"{line}  {msg}" if msg else line, highlight=False, markup=False, soft_wrap=True)
+            bar.update(task, completed=counts["done"], description=f"running {counts['running']} · waiting {counts['waiting']}")
+            if msg:
+                bar.console.print(f"[{counts['done']}/{counts['total']}] {msg}", highlight=False, markup=False, soft_wrap=True)
 
-        out = run(lambda: cl.repro(repo, cluster, targets or None, force, block, on_start=start, on_event=event))
+        try:
+            out = run(lambda: cl.repro(repo, cluster, targets or None, force, block, on_start=start, on_event=event))
+        finally:
+            bar.stop()
+        if out.unchanged:
+            console.print(f"not run (inputs unchanged after the stages above them ran): {', '.join(sorted(out.unchanged))}",
+                          highlight=False, soft_wrap=True)
         if out.done or out.failed:
             console.print(f"{len(out.done)} stage(s) recorded in dvc.lock in {out.wall:.1f} s")
         if out.failed:

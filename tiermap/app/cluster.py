@@ -23,6 +23,7 @@ from tiermap.formats.base import InputError
 
 CLIENT_COMMANDS = ("tiermap annotate push", "tiermap annotate pull")  # need the dataset's Label Studio: never on a worker
 SPEC_RULE = "local[:N] | tcp://HOST:PORT | slurm"
+OK = ("ok", "unchanged")  # a stage's results its dependants may run on
 
 
 class ClusterError(InputError):
@@ -39,6 +40,7 @@ class Stage:
     outs: list[str]                      # non-persistent outputs: removed before the command runs, as DVC does
     persist: list[str] = field(default_factory=list)
     preds: list[str] = field(default_factory=list)
+    downstream: bool = False             # not stale itself, only below a stale stage: runs only if its inputs changed
 
     @property
     def on_client(self) -> bool:
@@ -61,6 +63,7 @@ class Outcome:
     done: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)   # stage -> its one-line error
     skipped: list[str] = field(default_factory=list)       # dependants of a failed stage, not run
+    unchanged: list[str] = field(default_factory=list)     # below a stale stage whose outputs came out the same: not run
     seconds: dict[str, float] = field(default_factory=dict)
     wall: float = 0.0
     dashboard: str | None = None
@@ -89,6 +92,7 @@ def plan(repo: Path | str, targets: list[str] | None = None, force: bool = False
                 for n in hit:
                     wanted |= {n} | {s.addressing for s in nx.descendants(graph, by_name[n]) if s.cmd}
         stale = set(wanted) if force else {n for n in r.status(targets=sorted(wanted)) if n in wanted}
+        direct = set(stale)
         dag = nx.DiGraph()
         dag.add_nodes_from(wanted)
         dag.add_edges_from((b.addressing, a.addressing) for a, b in graph.edges
@@ -100,7 +104,8 @@ def plan(repo: Path | str, targets: list[str] | None = None, force: bool = False
             s = by_name[n]
             cmds = s.cmd if isinstance(s.cmd, list) else [s.cmd]
             stages[n] = Stage(n, cmds, s.wdir, [str(o.fs_path) for o in s.outs if not o.persist],
-                              [str(o.fs_path) for o in s.outs if o.persist], sorted(p for p in dag.predecessors(n) if p in stale))
+                              [str(o.fs_path) for o in s.outs if o.persist], sorted(p for p in dag.predecessors(n) if p in stale),
+                              downstream=n not in direct)
         order = [n for n in nx.lexicographical_topological_sort(dag) if n in stale]
     return Plan(stages, order)
 
@@ -132,7 +137,7 @@ def _shell(cmd: str) -> list[str]:
 
 def run_stage(stage: Stage, root: str, env: dict[str, str], *preds: dict[str, Any]) -> dict[str, Any]:
     """Run one stage's commands (on a worker); skipped when a predecessor did not succeed. Returns status, error, seconds."""
-    if any(p.get("status") != "ok" for p in preds):
+    if any(p.get("status") not in OK for p in preds):
         return {"stage": stage.name, "status": "skipped"}
     t0 = time.perf_counter()
     for out in stage.outs:
@@ -200,6 +205,17 @@ def connect(spec: str, cluster: dict[str, Any] | None = None) -> Iterator[Any]:
         yield client
 
 
+def is_stale(repo: Path | str, name: str) -> bool:
+    """What `dvc repro` asks before a stage below one that ran: did its dependencies (or command, params) change?"""
+    import logging
+
+    from dvc.repo import Repo
+
+    logging.getLogger("dvc").setLevel(logging.WARNING)
+    with contextlib.chdir(repo), Repo(".") as r:
+        return name in r.status(targets=[name])
+
+
 def commit(repo: Path | str, names: list[str]) -> None:
     """Record finished stages in dvc.lock (`dvc commit -f`), in this process, one call at a time."""
     import logging
@@ -241,13 +257,29 @@ def execute(repo: Path | str, p: Plan, client: Any, retries: int = 2, on_event: 
         elif res["status"] == "failed":
             out.failed[name] = res["error"]
             report(f"FAILED {res['error']}")
+        elif res["status"] == "unchanged":
+            out.unchanged.append(name)
+            report(f"{name} unchanged: its inputs came out the same, not run")
         else:
             out.skipped.append(name)
+
+    def settled(st: Stage) -> bool:
+        """A stage below stale ones is decided once they finished: not run when DVC sees nothing changed for it."""
+        if not st.downstream or not all(q in results for q in st.preds):
+            return False
+        if all(results[q]["status"] in OK for q in st.preds) and not is_stale(root, st.name):
+            finish(st.name, {"stage": st.name, "status": "unchanged"})
+            pending.remove(st.name)
+            return True
+        st.downstream = False
+        return False
 
     while len(results) < len(p.order):
         for name in list(pending):  # submit every worker stage whose predecessors are submitted (Dask orders them)
             st = p.stages[name]
-            if st.on_client or not all(q in futures or q in results for q in st.preds):
+            if st.downstream and not settled(st):
+                continue
+            if name not in pending or st.on_client or not all(q in futures or q in results for q in st.preds):
                 continue
             deps = [futures[q] if q in futures else results[q] for q in st.preds]
             futures[name] = client.submit(run_stage, st, root, env, *deps, key=f"stage-{name}-{time.time_ns()}",
@@ -255,13 +287,13 @@ def execute(repo: Path | str, p: Plan, client: Any, retries: int = 2, on_event: 
             pending.remove(name)
         for name in list(pending):  # client stages run here once their predecessors finished
             st = p.stages[name]
-            if st.on_client and all(q in results for q in st.preds):
+            if name in pending and st.on_client and not st.downstream and all(q in results for q in st.preds):
                 pending.remove(name)
                 report(f"{name} running on the client")
                 finish(name, run_stage(st, root, env, *(results[q] for q in st.preds)))
         live = [f for n, f in futures.items() if n not in results]
         if not live:
-            if pending and not any(p.stages[n].on_client and all(q in results for q in p.stages[n].preds) for n in pending):
+            if pending and not any(all(q in results for q in p.stages[n].preds) for n in pending):
                 raise RuntimeError(f"cluster runner stuck with {pending}")  # pragma: no cover - a bug, not input
             continue
         report("")
