@@ -1,13 +1,14 @@
-"""Serial `dvc repro` vs `tiermap repro --cluster local:2` on the tiny two-branch DAG (a → b@x, b@y → c@x, c@y → d).
+"""Serial `dvc repro` vs `tiermap repro --cluster local:2` on the real pipeline: two scenes x five conditions, up to the crops.
 
-Every stage sleeps STAGE seconds (python step.py, outputs written through temp + rename), so the numbers show the runner's
-overhead and the DAG's parallelism rather than the machine's load. Prints wall times, their ratio, and the ideal speed-up
-(sum of stage times / the makespan of a greedy 2-worker schedule of the same DAG).
+Builds two identical git + DVC repositories (the project's dvc.yaml, two procedural scenes, all five lighting conditions,
+a reduced render size), reproduces every stage before the Label Studio push in one serially and in the other on a
+2-process LocalCluster, checks the dvc.lock hashes are equal, and prints wall times, their ratio, and the DAG's ideal
+speed-up: the sum of the measured stage times over the makespan of a greedy 2-worker schedule of the same DAG.
+WIDTH/HEIGHT/FPS (environment) change the render size and frame rate.
 """
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -18,11 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.cluster_fixtures import BIN, lock_outs, make_tiny_repo  # noqa: E402
-from tiermap.app.cluster import plan  # noqa: E402
+from tests.cluster_fixtures import BIN, lock_outs  # noqa: E402
+from tests.conftest import init_pipeline_repo, small_params  # noqa: E402
+from tiermap.app import cluster as cl  # noqa: E402
 
-STAGE = float(os.environ.get("STAGE", "2.0"))
 WORKERS = 2
+TARGETS = ["sequence", "preview", "crops"]  # every stage before `push`
+CONDITIONS = ["baseline", "nominal", "camera_light", "dynamic_lights", "velocity"]
 
 
 def makespan(times: dict[str, float], preds: dict[str, list[str]], order: list[str], workers: int) -> float:
@@ -35,37 +38,46 @@ def makespan(times: dict[str, float], preds: dict[str, list[str]], order: list[s
     return max(end.values())
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True, text=True)
-    return time.perf_counter() - t0, res.stdout
+def params() -> dict:
+    p = small_params(CONDITIONS)
+    p["render"].update(width=int(os.environ.get("WIDTH", "160")), height=int(os.environ.get("HEIGHT", "120")))
+    p["trajectory"].update(fps=int(os.environ.get("FPS", "2")))
+    p["scene"]["room1"] = {"seed": 11, "rooms": ["bedroom", "kitchen"]}
+    p["scenes"] = ["room0", "room1"]
+    return p
 
 
 def main() -> None:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+    env = {"DVC_NO_ANALYTICS": "1", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            **{k: "bench" for k in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME")},
            **{k: "bench@example.org" for k in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")}}
     os.environ.update(env)
     with tempfile.TemporaryDirectory() as tmp:
-        serial = make_tiny_repo(Path(tmp) / "serial", sleep_x=STAGE, sleep=STAGE)
+        serial = init_pipeline_repo(Path(tmp) / "serial", params())
         par = Path(tmp) / "cluster"
         shutil.copytree(serial, par)
-        p = plan(par)
-        t_serial, _ = timed([str(BIN / "dvc"), "repro"], serial, env)
-        t_cluster, log = timed([sys.executable, "-m", "tiermap.app.cli", "repro", "--cluster", f"local:{WORKERS}"], par, env)
-        t_exec = float(re.search(r"recorded in dvc.lock in ([0-9.]+) s", log).group(1))
+        p = cl.plan(par, TARGETS)
+        t0 = time.perf_counter()
+        subprocess.run([str(BIN / "dvc"), "repro", *TARGETS], cwd=serial, env={**os.environ}, check=True, capture_output=True)
+        t_serial = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = cl.repro(par, f"local:{WORKERS}", TARGETS)
+        t_cluster = time.perf_counter() - t0
+        assert not out.failed and sorted(out.done) == sorted(p.order), out.failed
         assert lock_outs(serial) == lock_outs(par), "cluster and serial dvc.lock outs differ"
-        times = {n: STAGE + 0.05 for n in p.order}  # the sleep plus one python start
         preds = {n: p.stages[n].preds for n in p.order}
-        span = makespan(times, preds, p.order, WORKERS)
-        ideal = sum(times.values()) / span
-    print(f"{len(p.order)} stages, {STAGE:.1f} s each, {WORKERS} workers (nproc {os.cpu_count()})")
-    print(f"serial dvc repro:               {t_serial:6.1f} s")
-    print(f"tiermap repro --cluster local:{WORKERS}: {t_cluster:6.1f} s (cluster start-up and per-stage dvc commit included)")
-    print(f"  of which running the stages:  {t_exec:6.1f} s (ideal 2-worker makespan {span:.1f} s; the rest: CLI import, dvc plan, cluster start)")
-    print(f"ratio serial / cluster:         {t_serial / t_cluster:6.2f}x   stages only: {t_serial / t_exec:.2f}x   "
-          f"ideal DAG speed-up with {WORKERS} workers: {ideal:.2f}x")
+        span = makespan(out.seconds, preds, p.order, WORKERS)
+        work = sum(out.seconds.values())
+    w, h = params()["render"]["width"], params()["render"]["height"]
+    print(f"2 scenes x {len(CONDITIONS)} conditions, {w}x{h}: {len(p.order)} stages up to the crops, "
+          f"{WORKERS} workers (nproc {os.cpu_count()})")
+    print(f"serial dvc repro:                  {t_serial:6.1f} s")
+    print(f"tiermap repro --cluster local:{WORKERS}:    {t_cluster:6.1f} s (cluster start and per-stage dvc commit included)")
+    print(f"  of which running the stages:     {out.wall:6.1f} s (sum of stage times {work:.1f} s; "
+          f"ideal {WORKERS}-worker makespan {span:.1f} s)")
+    print(f"ratio serial / cluster:            {t_serial / t_cluster:6.2f}x   "
+          f"ideal DAG speed-up with {WORKERS} workers: {work / span:.2f}x")
     print("dvc.lock outs identical: yes")
 
 
