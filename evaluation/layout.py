@@ -151,6 +151,38 @@ def condition_folders(predictions: Path, conditions: list[str] | None) -> dict[s
     return subs
 
 
+def osma_scene_gt(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """A scene's GT points, per-point class ids and the class table (classes from objects.json beside the cloud by default)."""
+    points, obj_ids = read_gt_cloud(gt_cloud, gt_ids)
+    labels, names = class_labels(obj_ids, read_class_map(gt_classes or gt_cloud.parent / OBJECTS_FILE))
+    return points, labels, names
+
+
+def osma_class_features(encoder: TextEncoder, names: dict[int, str], labels: np.ndarray,
+                        templates: tuple[str, ...]) -> tuple[np.ndarray, list[int]]:
+    """Text features of the scene's GT vocabulary and their class ids, what embeddings are classified against."""
+    from evaluation import osma
+
+    ids, vocab = osma.vocabulary(names, labels)
+    return osma.class_text_features(encoder, vocab, templates), ids
+
+
+def osma_predictions(folder: Path, scene: str, classes: tuple[np.ndarray, list[int]] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted points and class ids: labels.npy as given, or embeddings classified against the class features."""
+    from evaluation import osma
+
+    if not any((folder / n).is_file() for n in (EMBEDDINGS_FILE, POINT_LABELS_FILE)) and (folder / scene).is_dir():
+        folder = folder / scene  # <condition>/<scene>/ layout
+    if (folder / POINT_LABELS_FILE).is_file():
+        pred_points, pred_labels = read_point_labels(folder)
+    else:
+        if classes is None:
+            raise SchemaError(folder, POINT_LABELS_FILE, "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
+        pred = read_predictions(folder, allow_unassigned=True)
+        pred_points, pred_labels = pred.points, osma.classify(pred.embeddings, pred.index, *classes)
+    return np.asarray(pred_points, np.float64), pred_labels
+
+
 def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, predictions: Path, conditions: list[str] | None,
                 encoder: TextEncoder | None, templates: tuple[str, ...]) -> dict[str, dict[str, tuple]]:
     """{condition: {scene: (gt_points, gt_labels, pred_points, pred_labels)}} for OSMa-Bench scoring.
@@ -158,28 +190,16 @@ def osma_inputs(gt_cloud: Path, gt_ids: Path | None, gt_classes: Path | None, pr
     A predictions folder holds either per-point class ids (`labels.npy` beside the cloud, ids of the GT class table)
     or the official layout (embeddings classified against the scene's GT vocabulary with the text encoder).
     """
-    from evaluation import osma
-
-    class_path = gt_classes or gt_cloud.parent / OBJECTS_FILE
-    points, obj_ids = read_gt_cloud(gt_cloud, gt_ids)
-    labels, names = class_labels(obj_ids, read_class_map(class_path))
+    points, labels, names = osma_scene_gt(gt_cloud, gt_ids, gt_classes)
     scene = gt_cloud.parent.name
+    classes = None
     out: dict[str, dict[str, tuple]] = {}
     for cond, folder in condition_folders(predictions, conditions).items():
-        if not any((folder / n).is_file() for n in (EMBEDDINGS_FILE, POINT_LABELS_FILE)) and (folder / scene).is_dir():
-            folder = folder / scene  # <condition>/<scene>/ layout
-        if (folder / POINT_LABELS_FILE).is_file():
-            pred_points, pred_labels = read_point_labels(folder)
-        else:
-            if encoder is None:
-                raise SchemaError(folder, POINT_LABELS_FILE, "per-point class ids, or pass --text-features/--clip-model to classify embeddings")
-            pred = read_predictions(folder, allow_unassigned=True)
-            ids, vocab = osma.vocabulary(names, labels)
-            feats = osma.class_text_features(encoder, vocab, templates)
-            pred_points, pred_labels = pred.points, osma.classify(pred.embeddings, pred.index, feats, ids)
-        out[cond] = {scene: (points, labels, np.asarray(pred_points, np.float64), pred_labels)}
+        needs = not (folder / POINT_LABELS_FILE).is_file() and not (folder / scene / POINT_LABELS_FILE).is_file()
+        if classes is None and encoder is not None and needs:
+            classes = osma_class_features(encoder, names, labels, templates)
+        out[cond] = {scene: (points, labels, *osma_predictions(folder, scene, classes))}
     return out
-
 
 
 def method_info(predictions: Path) -> dict[str, str]:

@@ -243,16 +243,28 @@ def evaluate_conditions(
         raise SchemaError("<options>", "aggregate", "'pooled' or 'mean'", aggregate)
     if not data:
         raise SchemaError("<conditions>", "conditions", "at least one condition", "{}")
-    conditions: dict[str, Any] = {}
+    per_condition: dict[str, dict[str, dict[str, Any]]] = {}
     for cond, scenes in data.items():
         if not scenes:
             raise SchemaError(f"<{cond}>", "scenes", "at least one scene", "{}")
-        per = {}
+        per = per_condition[cond] = {}
         for scene, inputs in scenes.items():
             if not isinstance(inputs, (tuple, list)) or len(inputs) != 4:
                 raise SchemaError(f"<{cond}/{scene}>", "scene", "(gt_points, gt_labels, pred_points, pred_labels)",
                                   type(inputs).__name__)
             per[scene] = evaluate_scene(*inputs, k=k, excluded=excluded, name=f"<{cond}/{scene}>")
+    return summarise_conditions(per_condition, aggregate, baseline, round_percent)
+
+
+def summarise_conditions(
+    per_condition: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    aggregate: Literal["pooled", "mean"] = "pooled",
+    baseline: str = "baseline",
+    round_percent: bool = True,
+) -> dict[str, Any]:
+    """The OSMa result from per-scene `evaluate_scene` outputs {condition: {scene: ...}}: overall, per scene, change."""
+    conditions: dict[str, Any] = {}
+    for cond, per in per_condition.items():
         if aggregate == "pooled":
             overall = metrics(*pool([(r["conf_matrix"], r["labels"]) for r in per.values()]))
         else:

@@ -27,7 +27,7 @@ CATEGORY_COLORS = {
 TOPDOWN_MAX_POINTS = 200_000
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Any:
     """A matplotlib Figure on the Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -38,7 +38,7 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
-def _save(fig: Any, path: Path, dpi: int = 100) -> Path:
+def save_png(fig: Any, path: Path, dpi: int = 100) -> Path:
     """Render a figure to PNG and write it atomically."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
@@ -52,7 +52,7 @@ def _stacked_groups(groups: list[str], bars: list[str], data: list[list[Mapping 
 
     n_bars = max(len(bars), 1)
     n_total = len(groups) * n_bars
-    fig = _figure(min(40.0, max(6.0, 0.45 * n_total + 3.0)), 4.8)
+    fig = new_figure(min(40.0, max(6.0, 0.45 * n_total + 3.0)), 4.8)
     ax = fig.add_subplot()
     xs, cells, labels = [], [], []
     for g, row in enumerate(data):
@@ -87,7 +87,7 @@ def plot_frequency(result: dict, path: Path) -> Path:
     title = f"{result.get('method') or 'method'}: Top-N frequency"
     if result.get("definition"):
         title += f" ({result['definition']})"
-    return _save(_stacked_groups([s for s, _ in scopes], tops, data, title), path)
+    return save_png(_stacked_groups([s for s, _ in scopes], tops, data, title), path)
 
 
 def _change_bars(ax, rel: Mapping[str, Mapping], conds: list[str], keys: list[str], labels: Mapping[str, str],  # type: ignore[no-untyped-def]
@@ -111,7 +111,7 @@ def plot_relative_change(result: dict, path: Path) -> Path:
     rel = {c: d for c, d in (result.get("relative_change") or {}).items() if isinstance(d, Mapping)}
     conds = list(rel)
     metrics = metric_keys(list(rel.values()), OSMA_COLUMNS)
-    fig = _figure(max(5.0, 1.4 * len(conds) + 2.5), 4.2)
+    fig = new_figure(max(5.0, 1.4 * len(conds) + 2.5), 4.2)
     ax = fig.add_subplot()
     _change_bars(ax, rel, conds, metrics, OSMA_COLUMNS, fontsize=7)
     ax.set_ylabel(f"change vs {result.get('baseline') or 'baseline'} (%)")
@@ -121,7 +121,7 @@ def plot_relative_change(result: dict, path: Path) -> Path:
     ax.set_title(title)
     if metrics:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _subsample(n: int, limit: int = TOPDOWN_MAX_POINTS) -> np.ndarray:
@@ -150,7 +150,7 @@ def plot_topdown_categories(points: np.ndarray, categories: np.ndarray, path: Pa
     # Unscored points (walls, ceiling, unlabelled) go underneath so the ceiling does not hide the scored objects.
     idx = idx[np.lexsort((pts[idx, 2], cats[idx] != "none"))]
     palette = np.array([to_rgba(CATEGORY_COLORS[c]) for c in names]).reshape(-1, 4)
-    fig = _figure(7.0, 7.0)
+    fig = new_figure(7.0, 7.0)
     ax = fig.add_subplot()
     ax.scatter(pts[idx, 0], pts[idx, 1], c=palette[inverse[idx]], s=1.0, marker="o", linewidths=0, rasterized=True)
     ax.set_aspect("equal")
@@ -162,7 +162,7 @@ def plot_topdown_categories(points: np.ndarray, categories: np.ndarray, path: Pa
     handles = [Line2D([], [], marker="o", linestyle="", color=CATEGORY_COLORS[c], label=c) for c in present]
     if handles:
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    return _save(fig, Path(path), dpi=110)
+    return save_png(fig, Path(path), dpi=110)
 
 
 
@@ -185,7 +185,7 @@ def plot_vqa_polar(result: dict, path: Path) -> Path:
     """
     rows = _vqa_rows(result)
     cats = [c for c in VQA_CATEGORIES if c != FUNCTIONAL and any(c in (d.get("categories") or {}) for _, d in rows)]
-    fig = _figure(7.0, 6.0)
+    fig = new_figure(7.0, 6.0)
     ax = fig.add_subplot(projection="polar")
     if cats:
         theta = np.linspace(0, 2 * np.pi, len(cats), endpoint=False)
@@ -201,7 +201,7 @@ def plot_vqa_polar(result: dict, path: Path) -> Path:
     ax.set_title(f"{result.get('method') or 'VQA'} · {result.get('scene') or ''}: accuracy per category (%)", pad=20)
     if rows:
         ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=8, frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_vqa_relative_change(result: dict, path: Path) -> Path:
@@ -209,7 +209,7 @@ def plot_vqa_relative_change(result: dict, path: Path) -> Path:
     rel = {c: d for c, d in (result.get("relative_change") or {}).items() if isinstance(d, Mapping)}
     conds = list(rel)
     keys = [k for k in (*VQA_CATEGORIES, "overall") if any(k in d for d in rel.values())]
-    fig = _figure(max(6.0, 1.6 * len(conds) + 3.5), 4.5)
+    fig = new_figure(max(6.0, 1.6 * len(conds) + 3.5), 4.5)
     ax = fig.add_subplot()
     _change_bars(ax, rel, conds, keys, VQA_SHORT, fontsize=6)
     ax.set_ylabel(f"change vs {result.get('reference') or 'baseline'} (%)")
@@ -219,4 +219,4 @@ def plot_vqa_relative_change(result: dict, path: Path) -> Path:
                 transform=ax.transAxes)
     if keys:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -17,7 +17,13 @@ def write_report(
     out_dir = Path(out_dir)
     try:
         with atomic.staged_files(out_dir) as tmp:
-            written = write_tables(tmp, result)
+            if result["kind"] == "sweep":
+                from evaluation.sweep_report import PLOT_FILE, plot, write_sweep_tables
+
+                written = write_sweep_tables(tmp, result)
+                written[PLOT_FILE] = plot(result, tmp / PLOT_FILE)
+            else:
+                written = write_tables(tmp, result)
             if result["kind"] == "segmentation":
                 written["frequency.png"] = plot_frequency(result, tmp / "frequency.png")
             elif result["kind"] == "osma":

@@ -303,12 +303,9 @@ def _inverse_rank(m: _Matches, iou_threshold: float) -> float:
 
 
 # ---------------------------------------------------------------- public API
-def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[list[str]], np.ndarray], *,
-                       metric: str = "ap", criteria: str = "top_k", top_k: int = 10, clip_threshold: float = 0.5,
-                       alignment: str = "per_mask", alignment_threshold: float = 0.001, iou_threshold: float = 0.25,
-                       progress: bool = False, skip_missing_objects: bool = True,
-                       unassigned_compete: bool = True) -> dict:
-    """OpenLex3D query retrieval over scenes: pooled and per-scene AP (x100) or average inverse rank."""
+def check_options(metric: str = "ap", criteria: str = "top_k", top_k: int = 10, clip_threshold: float = 0.5,
+                  alignment: str = "per_mask", alignment_threshold: float = 0.001, iou_threshold: float = 0.25) -> None:
+    """SchemaError for a bad scoring option."""
     _option(metric in METRICS, "metric", " or ".join(METRICS), metric)
     _option(criteria in CRITERIA, "criteria", " or ".join(CRITERIA), criteria)
     _option(alignment in ALIGNMENTS, "alignment", " or ".join(ALIGNMENTS), alignment)
@@ -319,22 +316,28 @@ def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[li
     _option(isinstance(alignment_threshold, (int, float, np.number)) and math.isfinite(alignment_threshold)
             and alignment_threshold > 0, "alignment_threshold", "a positive squared distance (m^2)",
             alignment_threshold)
-    names = [s.name for s in scenes]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    _option(dup is None, "scenes", "unique scene names", dup)
 
-    texts = list(dict.fromkeys(t for s in scenes for _, t, _ in _queries(s.queries, f"<{s.name}>")))
+
+def text_rows(queries: list[tuple[str, Any]], text_features: Callable[[list[str]], np.ndarray]) -> dict[str, np.ndarray]:
+    """{query text: feature row} for the (scene, queries) pairs, texts encoded once in first-seen order."""
+    texts = list(dict.fromkeys(t for name, q in queries for _, t, _ in _queries(q, f"<{name}>")))
     feats = arrays.matrix(text_features(texts), "<text_features>", "features", min_rows=1) if texts else np.zeros((0, 1))
     if texts and feats.shape[0] != len(texts):
         raise SchemaError("<text_features>", "features", f"{len(texts)} rows (one per query text)", feats.shape[0])
-    text_rows = dict(zip(texts, feats))
+    return dict(zip(texts, feats))
 
-    per: dict[str, _Matches] = {}
-    for scene in tqdm(scenes, desc="retrieval", unit="scene", disable=not progress):
-        per[scene.name] = _scene_matches(
-            scene, text_rows, criteria=criteria, top_k=int(top_k), clip_threshold=float(clip_threshold),
-            alignment=alignment, alignment_threshold=float(alignment_threshold),
-            skip_missing_objects=skip_missing_objects, unassigned_compete=unassigned_compete)
+
+def scene_matches(scene: RetrievalScene, rows: dict[str, np.ndarray], *, criteria: str = "top_k", top_k: int = 10,
+                  clip_threshold: float = 0.5, alignment: str = "per_mask", alignment_threshold: float = 0.001,
+                  skip_missing_objects: bool = True, unassigned_compete: bool = True) -> _Matches:
+    """One scene's matches, the unit a sweep scores on a worker and `score_matches` pools."""
+    return _scene_matches(scene, rows, criteria=criteria, top_k=int(top_k), clip_threshold=float(clip_threshold),
+                          alignment=alignment, alignment_threshold=float(alignment_threshold),
+                          skip_missing_objects=skip_missing_objects, unassigned_compete=unassigned_compete)
+
+
+def score_matches(per: dict[str, _Matches], metric: str = "ap", iou_threshold: float = 0.25) -> dict:
+    """The retrieval result: scenes pooled, and per scene."""
     pooled = _pool(list(per.values())) if per else _pool([_empty_matches()])
 
     def score(m: _Matches) -> dict[str, float]:
@@ -350,3 +353,20 @@ def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[li
         "skipped_gt_objects": pooled.skipped,
     }
 
+
+def evaluate_retrieval(scenes: list[RetrievalScene], text_features: Callable[[list[str]], np.ndarray], *,
+                       metric: str = "ap", criteria: str = "top_k", top_k: int = 10, clip_threshold: float = 0.5,
+                       alignment: str = "per_mask", alignment_threshold: float = 0.001, iou_threshold: float = 0.25,
+                       progress: bool = False, skip_missing_objects: bool = True,
+                       unassigned_compete: bool = True) -> dict:
+    """OpenLex3D query retrieval over scenes: pooled and per-scene AP (x100) or average inverse rank."""
+    check_options(metric, criteria, top_k, clip_threshold, alignment, alignment_threshold, iou_threshold)
+    names = [s.name for s in scenes]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    _option(dup is None, "scenes", "unique scene names", dup)
+    rows = text_rows([(s.name, s.queries) for s in scenes], text_features)
+    per = {scene.name: scene_matches(scene, rows, criteria=criteria, top_k=top_k, clip_threshold=clip_threshold,
+                                     alignment=alignment, alignment_threshold=alignment_threshold,
+                                     skip_missing_objects=skip_missing_objects, unassigned_compete=unassigned_compete)
+           for scene in tqdm(scenes, desc="retrieval", unit="scene", disable=not progress)}
+    return score_matches(per, metric, iou_threshold)

@@ -128,6 +128,10 @@ def flatten(result: dict, src: Path | str = "<result>") -> list[Row]:
                 raise SchemaError(src, f"per_file[{i}]", "an object", type(entry).__name__)
             rest = {k: v for k, v in entry.items() if k != "file"}
             rows += _scoped(str(entry.get("file", f"file{i}")), rest, "", "file", src, f"per_file[{i}]")
+    elif kind == "sweep":
+        for m, conds in _section(result, "results", src).items():
+            for c, r in conds.items():
+                rows += [(f"{m}/{c}/{sc}", g, k, v) for sc, g, k, v in flatten(r, f"{src}:results.{m}.{c}")]
     elif kind == "vqa":
         for section, scope in (("conditions", "overall"), ("references", "reference")):
             for cond, d in _section(result, section, src).items():

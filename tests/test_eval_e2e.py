@@ -136,3 +136,95 @@ def test_vqa_from_the_released_gt_graph(scored: dict[str, Path]) -> None:
     assert set(r["relative_change"]) == {"nominal"}
     for name in ("metrics.csv", "vqa_polar.png", "room0_baseline_evaluated.json", "room0_nominal_evaluated.json"):
         assert (scored["tmp"] / "vqa_eval" / name).stat().st_size > 0
+
+
+def sweep_tree(scored: dict[str, Path]) -> tuple[Path, Path]:
+    """A released GT folder of two scenes and predictions laid out {method}/{condition}/{scene}: 2 x 2 x 2 folders."""
+    import shutil
+
+    import numpy as np
+
+    tmp = scored["tmp"] / "sweep"
+    gt = tmp / "gt"
+    for s in ("room0", "room1"):  # room1: a copy of room0's released GT folder under another name
+        shutil.copytree(scored["gt"], gt / s)
+    shutil.copy(scored["gt"].parent / "prompt_list.txt", gt / "prompt_list.txt")
+    from tiermap.formats.predictions import read_predictions, write_predictions
+
+    for cond in ("baseline", "nominal"):
+        src = read_predictions(scored["tmp"] / "pred" / cond / "room0")
+        shutil.copytree(src.folder, tmp / "pred" / "oracle" / cond / "room0")
+        write_predictions(tmp / "pred" / "oracle" / cond / "room1", src.points[::2], src.embeddings, src.index[::2])  # every other point
+        for s in ("room0", "room1"):
+            p = read_predictions(tmp / "pred" / "oracle" / cond / s)
+            write_predictions(tmp / "pred" / "shuffled" / cond / s, p.points, np.roll(p.embeddings, 1, axis=0), p.index)  # neighbour's caption
+    return gt, tmp / "pred"
+
+
+def plain(x: object) -> object:
+    """JSON values with NaN as null, so equal results compare equal."""
+    return json.loads(json.dumps(x, sort_keys=True).replace("NaN", "null"))
+
+
+def test_eval_sweep_on_two_workers_equals_one_run_per_method_and_condition(scored: dict[str, Path]) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    from evaluation.layout import osma_inputs, retrieval_scenes, segmentation_scenes
+    from evaluation.osma import evaluate_conditions
+    from evaluation.retrieval import evaluate_retrieval
+    from evaluation.segmentation import evaluate_segmentation
+    from evaluation.sweep import sweep
+    from evaluation.text_features import make_encoder
+    from tiermap.app.cluster import connect
+
+    gt, root = sweep_tree(scored)
+    npz = make_encoder(root / "oracle/baseline/room0/text_features.npz")
+    minilm = make_encoder(clip_model="minilm")
+    with connect("local:2") as client:
+        seg = sweep("segmentation", root, gt, npz, options={"top_n": [1, 5], "set_ranking": True, "definition": "official"}, client=client)
+        ret = sweep("retrieval", root, gt, npz, options={"level": "all"}, client=client)
+        osma = sweep("osma", root, gt, minilm, client=client)
+    assert seg["methods"] == ["oracle", "shuffled"] and seg["conditions"] == ["baseline", "nominal"] and seg["leaves"] == 8
+    prompts = (gt / "prompt_list.txt")
+    for m in ("oracle", "shuffled"):
+        for c in ("baseline", "nominal"):
+            one = evaluate_segmentation(*segmentation_scenes(root / m / c, None, None, None, gt, None, prompts)[:2], npz, top_n=(1, 5))
+            for k in ("frequency", "set_ranking", "per_scene"):
+                assert plain(seg["results"][m][c][k]) == plain(one[k]), (m, c, k)
+            one = evaluate_retrieval(retrieval_scenes(root / m / c, None, None, None, None, gt, None, "all"), npz)
+            assert plain(ret["results"][m][c]["overall"]) == plain(one["overall"]) and plain(ret["results"][m][c]["per_scene"]) == plain(one["per_scene"])
+        data: dict = {}
+        for c in ("baseline", "nominal"):
+            for s in ("room0", "room1"):
+                data.setdefault(c, {}).update(osma_inputs(gt / s / "gt_cloud.ply", None, None, root / m / c / s, [c], minilm,
+                                                          ("an image of {}",))[c])
+        one = evaluate_conditions(data)
+        for c in ("baseline", "nominal"):
+            assert osma["results"][m][c]["conditions"][c] == one["conditions"][c]
+        assert osma["relative_change"][m] == one["relative_change"]
+    top1 = {(r["method"], r["condition"]): r["top1 S"] for r in seg["table"]}
+    assert top1[("oracle", "baseline")] > top1[("shuffled", "baseline")]  # wrong captions score lower
+    # The scenes differ (room1 has every other predicted point), so the sweep really averaged two scenes.
+    assert plain(seg["results"]["oracle"]["baseline"]["per_scene"]["room0"]) != plain(seg["results"]["oracle"]["baseline"]["per_scene"]["room1"])
+
+    broken = root / "broken" / "baseline" / "room0"  # a method whose one folder is not predictions: reported, the rest scored
+    shutil.copytree(root / "oracle/baseline/room0", broken)
+    (broken / "embeddings.npy").write_text("not numpy\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([str(BIN / "tiermap"), "eval", "sweep", "segmentation", "--predictions", str(root), "--gt-dir", str(gt),
+                          "--text-features", str(root / "oracle/baseline/room0/text_features.npz"), "--top-n", "1", "5", "--set-ranking",
+                          "--cluster", "local:2", "--out", str(root.parent / "report")], text=True, capture_output=True, env=env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Dask dashboard: http" in res.stdout and "9/9" in res.stdout
+    report = root.parent / "report"
+    got = json.loads((report / "results.json").read_text())
+    assert plain(got["results"]) == plain(seg["results"]) and list(got["failed"]) == ["broken/baseline/room0"]
+    assert "embeddings.npy" in got["failed"]["broken/baseline/room0"] and "\n" not in got["failed"]["broken/baseline/room0"]
+    md = (report / "results.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| oracle |"))
+    assert f"{top1[('oracle', 'baseline')] * 100:.2f}" in row and "## top1 S (%)" in md and "broken/baseline/room0" in md
+    csv = (report / "results.csv").read_text().splitlines()
+    assert csv[0] == "method,condition,scope,group,metric,value" and any(ln.startswith("shuffled,nominal,room1,") for ln in csv)
+    assert (report / "sweep.png").stat().st_size > 10_000

@@ -20,6 +20,7 @@ from rich.markup import escape
 from evaluation.cli import baseline_app, eval_app
 from evaluation.vqa_cli import vqa_app
 from tiermap.app.cli_cluster import add_repro_command
+from tiermap.app.cli_sweep import add_sweep_command
 from tiermap.app.cli_vqa import add_questions_command
 from tiermap.extras import MissingExtraError, extra_of, require
 from tiermap.errors import command_paths, is_user_error
@@ -75,6 +76,7 @@ users = typer.Typer(help="Annotator accounts on the dataset's Label Studio.", no
 annotate.add_typer(users, name="users")
 app.add_typer(generate, name="generate")
 app.add_typer(annotate, name="annotate")
+add_sweep_command(eval_app)
 app.add_typer(eval_app, name="eval")
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(vqa_app, name="vqa")

@@ -1,4 +1,4 @@
-"""results.json (with results.csv and results.md beside it): what `tiermap eval` writes, of one of five kinds."""
+"""results.json (with results.csv and results.md beside it): what `tiermap eval` writes, of one of six kinds (a sweep holds one of the others per method and condition)."""
 from __future__ import annotations
 
 import json
@@ -17,8 +17,9 @@ from tiermap.formats.base import SchemaError
 RESULTS_FILE = "results.json"
 RESULTS_CSV = "results.csv"
 RESULTS_MD = "results.md"
-KINDS = ("segmentation", "retrieval", "omq", "osma", "vqa")
-REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions", "vqa": "conditions"}
+KINDS = ("segmentation", "retrieval", "omq", "osma", "vqa", "sweep")
+REQUIRED = {"segmentation": "frequency", "retrieval": "overall", "omq": "scores", "osma": "conditions", "vqa": "conditions",
+            "sweep": "results"}
 """The section each kind of result must carry (a JSON object)."""
 
 
