@@ -17,7 +17,7 @@ def write_report(
     out_dir = Path(out_dir)
     try:
         with atomic.staged_files(out_dir) as tmp:
-            if result["kind"] == "sweep":
+            if isinstance(result, dict) and result.get("kind") == "sweep":
                 from evaluation.sweep_report import PLOT_FILE, plot, write_sweep_tables
 
                 written = write_sweep_tables(tmp, result)

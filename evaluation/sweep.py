@@ -16,9 +16,10 @@ from typing import Any
 from evaluation.text_features import TextEncoder
 from tiermap.formats.base import InputError, SchemaError
 from tiermap.formats.openlex3d import GT_CATEGORIES_FILE, PROMPT_LIST_FILE, query_mapping_file, read_prompt_list, read_query_mapping
+from tiermap.formats.vqa import QUESTIONS_FILE, read_questions
 
 LAYOUT = "{method}/{condition}/{scene}"
-KINDS = ("segmentation", "retrieval", "osma")
+KINDS = ("segmentation", "retrieval", "osma", "vqa")
 _FIELDS = ("method", "condition", "scene")
 
 
@@ -116,6 +117,24 @@ def retrieval_leaf(folder: Path, gt: Path, rows: dict, opts: dict[str, Any]) -> 
     return _guard(one)
 
 
+_MINILM: list[Any] = []  # one MiniLM per worker process, loaded by its first VQA task
+
+
+def vqa_leaf(folder: Path, gt: Path, opts: dict[str, Any]) -> dict[str, Any]:
+    """One method's scene graph (any supported format) answers the scene's GT questions; each answer matched."""
+    from evaluation.vqa_answer import answer_program, load_graph, minilm_encoder
+    from evaluation.vqa_score import match_answers
+
+    def one() -> dict:
+        qs = read_questions(gt / QUESTIONS_FILE)
+        graph = load_graph(folder)
+        if not _MINILM:
+            _MINILM.append(minilm_encoder())
+        answers = {a.id: a.answer for a in answer_program(qs, graph, _MINILM[0])}
+        return {"answers": answers, "how": match_answers(qs.questions, answers, _MINILM[0])}
+    return _guard(one)
+
+
 # ---------------------------------------------------------------- running the leaves
 Progress = Callable[[int, int, str], None]
 
@@ -179,6 +198,10 @@ def sweep(kind: str, root: Path, gt_dir: Path, encoder: TextEncoder | None, *, l
             queries.append((s, {lv: getattr(mapping, lv) for lv in LEVELS[level] if getattr(mapping, lv) is not None}))
         parts = run_leaves(retrieval_leaf, leaves, args, (text_rows(queries, encoder), opts), client, on_done)
         extra = {"level": level}
+    elif kind == "vqa":
+        questions = {s: read_questions(f / QUESTIONS_FILE).questions for s, f in gts.items()}
+        parts = run_leaves(vqa_leaf, leaves, args, (opts,), client, on_done)
+        extra = {"questions": questions}
     else:
         classes = _osma_classes(gts, encoder, tuple(opts.pop("templates", None) or ("an image of {}",)))
         args = lambda lf: (lf.folder, gts[lf.scene], classes.get(lf.scene))  # noqa: E731

@@ -30,6 +30,9 @@ def headline(kind: str, result: Mapping[str, Any]) -> dict[str, float | None]:
         if isinstance(result.get("set_ranking"), Mapping):
             out["mR"] = number(result["set_ranking"].get("overall"))
         return out
+    if kind == "vqa":
+        (d,) = result["conditions"].values()
+        return {"overall": number(d["overall"]["accuracy"]), "no Functional": number(d["overall_no_functional"]["accuracy"])}
     if kind == "retrieval":
         return {short: number(result["overall"][k]) for k, short in RETRIEVAL_HEADLINE.items() if k in result["overall"]}
     (cond,) = result["conditions"]
@@ -44,9 +47,14 @@ def gather(kind: str, leaves: list, parts: Mapping[str, Mapping[str, Any]], opts
     from evaluation.segmentation import mean_over_scenes
 
     groups, failed = _groups(leaves, parts)
+    extra = dict(extra)
+    questions = extra.pop("questions", None)
     results: dict[str, dict[str, Any]] = {}
     relative: dict[str, Any] = {}
     for method, conds in groups.items():
+        if kind == "vqa":
+            results[method] = _vqa(method, conds, questions, opts.get("baseline", "baseline"))
+            continue
         if kind == "osma":
             r = osma.summarise_conditions(conds, opts.get("aggregate", "pooled"), opts.get("baseline", "baseline"))
             results[method] = {c: {"kind": "osma", "method": method, "condition": c, "aggregate": r["aggregate"],
@@ -67,6 +75,31 @@ def gather(kind: str, leaves: list, parts: Mapping[str, Mapping[str, Any]], opts
     out = {"kind": "sweep", "sweep_of": kind, "layout": layout, "results": results, "table": table,
            "methods": sorted({lf.method for lf in leaves}), "conditions": sorted({lf.condition for lf in leaves}),
            "scenes": sorted({lf.scene for lf in leaves}), "leaves": len(leaves), "failed": failed}
+    if kind == "vqa":
+        out["baseline"] = opts.get("baseline", "baseline")
     if kind == "osma":
         out |= {"relative_change": relative, "baseline": opts.get("baseline", "baseline"), "aggregate": opts.get("aggregate", "pooled")}
+    return out
+
+
+def _vqa(method: str, conds: Mapping[str, Mapping[str, Any]], questions: Mapping[str, list], reference: str) -> dict[str, Any]:
+    """Per condition: accuracy over the questions of all scenes pooled (ids prefixed by scene), per scene, and the change."""
+    from evaluation.vqa_score import relative_change, summarise
+
+    out: dict[str, Any] = {}
+    for cond, per_scene in conds.items():
+        pooled_q, how, answers = [], {}, {}
+        for scene, part in per_scene.items():
+            pooled_q += [q.model_copy(update={"id": f"{scene}/{q.id}"}) for q in questions[scene]]
+            how |= {f"{scene}/{k}": v for k, v in part["how"].items()}
+            answers |= {f"{scene}/{k}": v for k, v in part["answers"].items()}
+        summary = {"method": method, "condition": cond, **summarise(pooled_q, how, answers)}
+        out[cond] = {"kind": "vqa", "method": method, "condition": cond, "reference": reference, "n_questions": len(pooled_q),
+                     "conditions": {cond: summary}, "relative_change": {},
+                     "per_scene": {s: summarise(questions[s], p["how"], p["answers"]) for s, p in per_scene.items()}}
+    if reference in out:
+        ref = out[reference]["conditions"][reference]
+        for cond, r in out.items():
+            if cond != reference:
+                r["relative_change"] = {cond: relative_change(r["conditions"][cond], ref)}
     return out

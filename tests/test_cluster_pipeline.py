@@ -1,4 +1,4 @@
-"""`tiermap repro --cluster local:2` on the real two-scene pipeline (tests' small params) up to the crops."""
+"""`tiermap repro --cluster local:2` on the real two-scene pipeline (tests' small params) up to the scene GT."""
 from __future__ import annotations
 
 import os
@@ -55,10 +55,10 @@ def test_two_scene_pipeline_on_two_workers(tmp_path: Path) -> None:
     (repo / "sources/lab/room.ply").write_text("not a ply\n")
     (repo / "sources/lab/classes.json").write_text('{"1": "chair"}\n')
     twin = init_pipeline_repo(tmp_path / "serial", two_scene_params(with_bad_scene=False))
-    dvc(twin, "repro", "sequence", "crops")
+    dvc(twin, "repro", "sequence", "scene_gt")
 
-    p = cl.plan(repo, ["sequence", "crops"])
-    assert {"sequence@room1-nominal", "crops@room1", "mesh_scene@lab", "crops@lab"} <= set(p.order)
+    p = cl.plan(repo, ["sequence", "scene_gt"])
+    assert {"sequence@room1-nominal", "scene_gt@room1", "mesh_scene@lab", "scene_gt@lab"} <= set(p.order)
     with cl.connect("local:2") as client:
         result: dict = {}
         th = threading.Thread(target=lambda: result.update(out=cl.execute(repo, p, client)))
@@ -71,17 +71,17 @@ def test_two_scene_pipeline_on_two_workers(tmp_path: Path) -> None:
     assert list(out.failed) == ["mesh_scene@lab"]
     assert out.failed["mesh_scene@lab"] == ("mesh_scene@lab: exit 2: error: sources/lab/room.ply: field '<file>': "
                                             "expected a readable PLY mesh (PlyHeaderParseError: line 1: expected 'ply')")
-    assert sorted(out.skipped) == ["closeups@lab", "crops@lab", "scene_gt@lab", "sequence@lab-baseline", "sequence@lab-nominal"]
+    assert sorted(out.skipped) == ["scene_gt@lab", "sequence@lab-baseline", "sequence@lab-nominal"]
     good = lock_outs(repo)
     assert sorted(good) == sorted(n for n in p.order if "lab" not in n) == sorted(out.done)
     assert good == {n: v for n, v in lock_outs(twin).items() if n in good}  # byte-identical to the serial build
     seqs = repo / "datasets/demo/sequences"
     assert not [f for f in seqs.rglob("*") if f.name.endswith((".tmp", ".partial"))]  # the killed render left nothing
-    status = dvc(repo, "status", "sequence", "crops")
-    assert "sequence@lab-baseline:" in status and "crops@lab:" in status and "crops@room0" not in status and "sequence@room1-nominal" not in status
+    status = dvc(repo, "status", "sequence", "scene_gt")
+    assert "sequence@lab-baseline:" in status and "scene_gt@lab:" in status and "scene_gt@room0" not in status and "sequence@room1-nominal" not in status
 
     params = yaml.safe_load((repo / "params.yaml").read_text())  # the bad scene dropped: nothing left to run
     params["scenes"], params["mesh_scene"] = ["room0", "room1"], {}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    assert cl.plan(repo, ["sequence", "crops"]).order == []
+    assert cl.plan(repo, ["sequence", "scene_gt"]).order == []
     shutil.rmtree(twin)

@@ -155,9 +155,13 @@ def sweep_tree(scored: dict[str, Path]) -> tuple[Path, Path]:
         src = read_predictions(scored["tmp"] / "pred" / cond / "room0")
         shutil.copytree(src.folder, tmp / "pred" / "oracle" / cond / "room0")
         write_predictions(tmp / "pred" / "oracle" / cond / "room1", src.points[::2], src.embeddings, src.index[::2])  # every other point
+        graph = json.loads((src.folder / "scene_graph.json").read_text())  # ConceptGraphs-style list
+        rotated = [{**n, "object_tag": m["object_tag"], "caption": m["caption"]} for n, m in zip(graph, graph[1:] + graph[:1])]
         for s in ("room0", "room1"):
             p = read_predictions(tmp / "pred" / "oracle" / cond / s)
             write_predictions(tmp / "pred" / "shuffled" / cond / s, p.points, np.roll(p.embeddings, 1, axis=0), p.index)  # neighbour's caption
+            (tmp / "pred" / "oracle" / cond / s / "scene_graph.json").write_text(json.dumps(graph))
+            (tmp / "pred" / "shuffled" / cond / s / "scene_graph.json").write_text(json.dumps(rotated))
     return gt, tmp / "pred"
 
 
@@ -186,6 +190,7 @@ def test_eval_sweep_on_two_workers_equals_one_run_per_method_and_condition(score
         seg = sweep("segmentation", root, gt, npz, options={"top_n": [1, 5], "set_ranking": True, "definition": "official"}, client=client)
         ret = sweep("retrieval", root, gt, npz, options={"level": "all"}, client=client)
         osma = sweep("osma", root, gt, minilm, client=client)
+        vqa = sweep("vqa", root, gt, None, client=client)
     assert seg["methods"] == ["oracle", "shuffled"] and seg["conditions"] == ["baseline", "nominal"] and seg["leaves"] == 8
     prompts = (gt / "prompt_list.txt")
     for m in ("oracle", "shuffled"):
@@ -204,6 +209,24 @@ def test_eval_sweep_on_two_workers_equals_one_run_per_method_and_condition(score
         for c in ("baseline", "nominal"):
             assert osma["results"][m][c]["conditions"][c] == one["conditions"][c]
         assert osma["relative_change"][m] == one["relative_change"]
+    from evaluation.vqa_answer import answer_program, load_graph, minilm_encoder
+    from evaluation.vqa_score import match_answers, summarise
+    from tiermap.formats.vqa import read_questions
+
+    enc = minilm_encoder()
+    for m in ("oracle", "shuffled"):
+        for c in ("baseline", "nominal"):
+            ok = n = 0
+            for s in ("room0", "room1"):
+                qs = read_questions(gt / s / "vqa_questions.json")
+                ans = {a.id: a.answer for a in answer_program(qs, load_graph(root / m / c / s), enc)}
+                one = summarise(qs.questions, match_answers(qs.questions, ans, enc), ans)
+                assert plain(vqa["results"][m][c]["per_scene"][s]) == plain(one), (m, c, s)
+                ok, n = ok + one["overall"]["correct"], n + one["overall"]["n"]
+            assert vqa["results"][m][c]["conditions"][c]["overall"]["accuracy"] == pytest.approx(ok / n, rel=1e-12)
+        assert set(vqa["results"][m]["nominal"]["relative_change"]["nominal"]) >= {"overall", "overall_no_functional"}
+    acc = {(r["method"], r["condition"]): r["overall"] for r in vqa["table"]}
+    assert acc[("oracle", "baseline")] > acc[("shuffled", "baseline")] + 0.2  # rotated labels answer worse
     top1 = {(r["method"], r["condition"]): r["top1 S"] for r in seg["table"]}
     assert top1[("oracle", "baseline")] > top1[("shuffled", "baseline")]  # wrong captions score lower
     # The scenes differ (room1 has every other predicted point), so the sweep really averaged two scenes.

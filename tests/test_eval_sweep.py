@@ -52,7 +52,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     root = tree(tmp_path / "pred", "cg/baseline/room0")
     runner = CliRunner()
     base = ["eval", "sweep", "--predictions", str(root), "--gt-dir", str(tmp_path / "nogt"), "--out", str(tmp_path / "out")]
-    for args, msg in ((["bogus"], "unknown sweep kind `bogus` (expected segmentation, retrieval, osma)"),
+    for args, msg in ((["bogus"], "unknown sweep kind `bogus` (expected segmentation, retrieval, osma, vqa)"),
                       (["osma", "--cluster", "nowhere"], "unknown --cluster `nowhere`"),
                       (["osma"], "nogt: field '--gt-dir': expected a released GT folder with one sub-folder per scene")):
         res = runner.invoke(app, [*base[:2], *args, *base[2:]])

@@ -11,8 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from evaluation import cli as ev
 from evaluation.sweep import LAYOUT
+from tiermap.formats.params import PARAMS_FILE
 
-KindArg = Annotated[str, typer.Argument(help="segmentation | retrieval | osma.")]
+KindArg = Annotated[str, typer.Argument(help="segmentation | retrieval | osma | vqa.")]
 
 
 @contextlib.contextmanager
@@ -46,7 +47,7 @@ def add_sweep_command(eval_app: typer.Typer) -> None:
         layout: Annotated[str, typer.Option("--layout", help="Where the leaves are under --predictions ({scene} required).")] = LAYOUT,
         scene: ev.SceneOpt = None,
         cluster: Annotated[str | None, typer.Option("--cluster", help="local[:N] | tcp://HOST:PORT | slurm (default: this process).")] = None,
-        params: Annotated[Path, typer.Option("--params", help="params.yaml with the `cluster:` block (slurm).")] = Path("params.yaml"),
+        params: Annotated[Path, typer.Option("--params", help="params.yaml with the `cluster:` block (slurm).")] = Path(PARAMS_FILE),
         text_features: ev.TextFeaturesOpt = None,
         clip_model: ev.ClipModelOpt = None,
         clip_pretrained: ev.ClipPretrainedOpt = None,
@@ -58,7 +59,7 @@ def add_sweep_command(eval_app: typer.Typer) -> None:
         top_k: Annotated[int, typer.Option("--top-k", help="retrieval: predicted instances per query.")] = 10,
         metric: Annotated[str, typer.Option("--metric", help="retrieval: ap or rank.")] = "ap",
         aggregate: Annotated[str, typer.Option("--aggregate", help="osma: pooled (ReplicaCAD) or mean (HM3D).")] = "pooled",
-        baseline: Annotated[str, typer.Option("--baseline", help="osma: the condition relative change is measured against.")] = "baseline",
+        baseline: Annotated[str, typer.Option("--baseline", help="osma, vqa: the condition relative change is measured against.")] = "baseline",
         template: Annotated[list[str] | None, typer.Option("--template", help="osma: CLIP prompt template(s).")] = None,
     ) -> None:
         """Score every prediction folder of methods x conditions x scenes (one task each) and gather one report."""
@@ -70,8 +71,9 @@ def add_sweep_command(eval_app: typer.Typer) -> None:
         options = {"segmentation": {"top_n": list(top_n or (1, 5, 10)), "set_ranking": set_ranking, "definition": definition,
                                     "prompt_list": prompt_list},
                    "retrieval": {"level": level, "top_k": top_k, "metric": metric},
-                   "osma": {"aggregate": aggregate, "baseline": baseline, "templates": template}}[kind]
-        need_text = kind != "osma" or text_features is not None or clip_model is not None
+                   "osma": {"aggregate": aggregate, "baseline": baseline, "templates": template},
+                   "vqa": {"baseline": baseline}}[kind]
+        need_text = kind in ("segmentation", "retrieval") or (kind == "osma" and (text_features is not None or clip_model is not None))
         encoder = ev._encoder(text_features, clip_model, clip_pretrained) if need_text else None
         bar = Progress(TextColumn("prediction folders"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                        TimeElapsedColumn(), console=ev.console)
