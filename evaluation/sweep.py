@@ -8,6 +8,7 @@ segmentation|osma|retrieval` combines scenes, so a sweep's numbers equal those o
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,8 +152,9 @@ def run_leaves(fn: Callable[..., dict], leaves: list[Leaf], args: Callable[[Leaf
         return out
     from distributed import as_completed
 
-    big = client.scatter(list(shared), broadcast=True)
-    futures = {client.submit(fn, *args(lf), *big, key=f"eval-{lf.key}", pure=False, retries=2): lf.key for lf in leaves}
+    big = client.scatter(list(shared), broadcast=True, hash=False)  # not by content: equal data of two sweeps would share a key
+    run = uuid.uuid4().hex[:8]  # task keys unique per sweep: a key reused while the last sweep's is released loses its data
+    futures = {client.submit(fn, *args(lf), *big, key=f"eval-{lf.key}-{run}", pure=False, retries=2): lf.key for lf in leaves}
     for fut in as_completed(futures):
         out[futures[fut]] = fut.result()
         if on_done:
@@ -175,6 +177,10 @@ def sweep(kind: str, root: Path, gt_dir: Path, encoder: TextEncoder | None, *, l
     if kind == "segmentation":
         from evaluation.text_features import check_texts
 
+        opts = {"top_n": [1, 5, 10], "set_ranking": False, "definition": "official", **opts}
+        if opts["definition"] not in ("official", "paper") or not opts["top_n"] or min(opts["top_n"]) < 1:
+            raise SchemaError("<options>", "--definition/--top-n", "official or paper, and top-N values >= 1",
+                              (opts["definition"], opts["top_n"]))
         prompt_path = opts.pop("prompt_list", None) or gt_dir / PROMPT_LIST_FILE
         prompts = read_prompt_list(prompt_path)
         check_texts(prompts, str(prompt_path))

@@ -23,8 +23,10 @@ def _client(spec: str | None, params: Path) -> Iterator[Any]:
         yield None
         return
     from tiermap.app import cluster as cl
+    from tiermap.extras import require
 
     kind, _ = ev._run(cl.parse_spec, spec)
+    ev._run(require, "pipeline", "`tiermap eval sweep --cluster`", ["distributed"] + (["dask_jobqueue"] if kind == "slurm" else []))
     block = None
     if kind == "slurm":
         from tiermap.formats.params import read_params
