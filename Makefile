@@ -54,7 +54,7 @@ demo: setup
 	$(BIN)/tiermap demo
 
 test: setup
-	@rc=0; $(BIN)/python -m pytest -q tests || rc=$$?; \
+	@rc=0; $(BIN)/python -m pytest -q --durations=25 tests || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: pytest collected no tests (exit 5) - failing" >&2; fi; exit $$rc
 
 # The suite without the end-to-end tests marked slow (pipeline runs, Label Studio, browser, the light-install venv).

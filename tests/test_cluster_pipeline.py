@@ -25,8 +25,8 @@ def dvc(repo: Path, *args: str) -> str:
 
 
 def two_scene_params(with_bad_scene: bool) -> dict:
-    """Two procedural scenes, two conditions; optionally a third scene from a mesh that is not a PLY (bad input)."""
-    p = small_params(["baseline", "nominal"])
+    """Two procedural scenes, the reference condition; optionally a third scene from a mesh that is not a PLY (bad input)."""
+    p = small_params(["baseline"])
     p["scene"]["room1"] = {"seed": 11, "rooms": ["bedroom"]}
     p["scenes"] = ["room0", "room1"]
     if with_bad_scene:
@@ -58,7 +58,7 @@ def test_two_scene_pipeline_on_two_workers(tmp_path: Path) -> None:
     dvc(twin, "repro", "sequence", "scene_gt")
 
     p = cl.plan(repo, ["sequence", "scene_gt"])
-    assert {"sequence@room1-nominal", "scene_gt@room1", "mesh_scene@lab", "scene_gt@lab"} <= set(p.order)
+    assert {"sequence@room1-baseline", "scene_gt@room1", "mesh_scene@lab", "scene_gt@lab"} <= set(p.order)
     with cl.connect("local:2") as client:
         result: dict = {}
         th = threading.Thread(target=lambda: result.update(out=cl.execute(repo, p, client)))
@@ -71,14 +71,14 @@ def test_two_scene_pipeline_on_two_workers(tmp_path: Path) -> None:
     assert list(out.failed) == ["mesh_scene@lab"]
     assert out.failed["mesh_scene@lab"] == ("mesh_scene@lab: exit 2: error: sources/lab/room.ply: field '<file>': "
                                             "expected a readable PLY mesh (PlyHeaderParseError: line 1: expected 'ply')")
-    assert sorted(out.skipped) == ["scene_gt@lab", "sequence@lab-baseline", "sequence@lab-nominal"]
+    assert sorted(out.skipped) == ["scene_gt@lab", "sequence@lab-baseline"]
     good = lock_outs(repo)
     assert sorted(good) == sorted(n for n in p.order if "lab" not in n) == sorted(out.done)
     assert good == {n: v for n, v in lock_outs(twin).items() if n in good}  # byte-identical to the serial build
     seqs = repo / "datasets/demo/sequences"
     assert not [f for f in seqs.rglob("*") if f.name.endswith((".tmp", ".partial"))]  # the killed render left nothing
     status = dvc(repo, "status", "sequence", "scene_gt")
-    assert "sequence@lab-baseline:" in status and "scene_gt@lab:" in status and "scene_gt@room0" not in status and "sequence@room1-nominal" not in status
+    assert "sequence@lab-baseline:" in status and "scene_gt@lab:" in status and "scene_gt@room0" not in status and "sequence@room1-baseline" not in status
 
     params = yaml.safe_load((repo / "params.yaml").read_text())  # the bad scene dropped: nothing left to run
     params["scenes"], params["mesh_scene"] = ["room0", "room1"], {}
