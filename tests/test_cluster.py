@@ -75,6 +75,26 @@ def test_stages_below_an_unchanged_output_are_not_run(tmp_path: Path) -> None:
     assert_clean(repo)
 
 
+def test_label_studio_stages_run_on_the_client(tmp_path: Path) -> None:
+    """A stage whose command is `tiermap annotate pull …` (Label Studio) runs in the client process, between worker stages."""
+    import yaml
+
+    repo = make_tiny_repo(tmp_path / "repo")
+    y = yaml.safe_load((repo / "dvc.yaml").read_text())
+    y["stages"]["c"]["do"]["cmd"] = "tiermap annotate pull --help > /dev/null && " + y["stages"]["c"]["do"]["cmd"]
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(y, sort_keys=False))
+    p = cl.plan(repo)
+    assert [n for n in p.order if p.stages[n].on_client] == ["c@x", "c@y"]
+    msgs: list[str] = []
+    out = cl.repro(repo, "local:1", on_event=lambda c, m: msgs.append(m))
+    assert sorted(out.done) == sorted(p.order) and not out.failed
+    assert {"c@x running on the client", "c@y running on the client"} <= set(msgs)
+    b_done = next(i for i, m in enumerate(msgs) if m.startswith("b@x done"))
+    assert msgs.index("c@x running on the client") > b_done  # after its worker predecessor finished
+    assert lock_outs(repo) == serial_twin(repo, tmp_path)
+    assert_clean(repo)
+
+
 def test_bad_input_stops_only_its_branch(tmp_path: Path) -> None:
     repo = make_tiny_repo(tmp_path / "repo", sleep_x=0.5)
     (repo / "data/y.txt").write_text("BAD input\n")
