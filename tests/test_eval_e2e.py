@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,24 +19,28 @@ def scored(built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     d = built_repo / "datasets" / "demo"
     gt = d / "gt" / "room0"
     tm = str(BIN / "tiermap")
-    for cond in ("baseline", "nominal"):
-        run([tm, "baseline", "caption", "--sequence", str(d / "sequences" / "room0" / cond), "--gt-classes", str(gt / "objects.json"),
-             "--prompt-list", str(d / "gt" / "prompt_list.txt"), "--queries", str(gt / "gt_categories_query_to_object_mapping_all.json"),
-             "--stride", "1", "--out", str(tmp / "pred" / cond / "room0")], tmp)
+
+    def both(cmds: list[list[str]]) -> None:  # independent commands, two at a time (2 cores)
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda c: run(c, tmp), cmds))
+
+    both([[tm, "baseline", "caption", "--sequence", str(d / "sequences" / "room0" / cond), "--gt-classes", str(gt / "objects.json"),
+           "--prompt-list", str(d / "gt" / "prompt_list.txt"), "--queries", str(gt / "gt_categories_query_to_object_mapping_all.json"),
+           "--stride", "1", "--out", str(tmp / "pred" / cond / "room0")] for cond in ("baseline", "nominal")])
     npz = str(tmp / "pred" / "baseline" / "room0" / "text_features.npz")
     base = ["--predictions", str(tmp / "pred" / "baseline")]
-    run([tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--top-n", "1", "5",
-         "--set-ranking", "--out", str(tmp / "seg")], tmp)
-    run([tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), "--predictions", str(tmp / "pred" / "nominal"),
-         "--text-features", npz, "--method", "nominal-run", "--out", str(tmp / "seg_nominal")], tmp)
-    run([tm, "eval", "retrieval", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--level", "all", "--out", str(tmp / "ret")], tmp)
-    run([tm, "eval", "osma", "--gt-cloud", str(gt / "gt_cloud.ply"), "--predictions", str(tmp / "pred"), "--condition", "baseline",
-         "nominal", "--clip-model", "minilm", "--out", str(tmp / "osma")], tmp)
-    run([tm, "eval", "omq", "--ground-truth", str(gt / "objects.json"), "--results",
-         str(tmp / "pred" / "baseline" / "room0" / "benchbot_results.json"), "--out", str(tmp / "omq")], tmp)
-    for cond in ("baseline", "nominal"):
-        run([tm, "vqa", "answer", "--questions", str(gt / "vqa_questions.json"), "--graph", str(tmp / "pred" / cond / "room0" / "scene_graph.json"),
-             "--answerer", "program", "--condition", cond, "--method", "caption-oracle", "--out", str(tmp / "vqa" / f"{cond}.json")], tmp)
+    both([[tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--top-n", "1", "5",
+           "--set-ranking", "--out", str(tmp / "seg")],
+          [tm, "eval", "segmentation", "--gt-dir", str(d / "gt"), "--predictions", str(tmp / "pred" / "nominal"),
+           "--text-features", npz, "--method", "nominal-run", "--out", str(tmp / "seg_nominal")],
+          [tm, "eval", "retrieval", "--gt-dir", str(d / "gt"), *base, "--text-features", npz, "--level", "all", "--out", str(tmp / "ret")],
+          [tm, "eval", "osma", "--gt-cloud", str(gt / "gt_cloud.ply"), "--predictions", str(tmp / "pred"), "--condition", "baseline",
+           "nominal", "--clip-model", "minilm", "--out", str(tmp / "osma")],
+          [tm, "eval", "omq", "--ground-truth", str(gt / "objects.json"), "--results",
+           str(tmp / "pred" / "baseline" / "room0" / "benchbot_results.json"), "--out", str(tmp / "omq")],
+          *[[tm, "vqa", "answer", "--questions", str(gt / "vqa_questions.json"), "--graph", str(tmp / "pred" / cond / "room0" / "scene_graph.json"),
+             "--answerer", "program", "--condition", cond, "--method", "caption-oracle", "--out", str(tmp / "vqa" / f"{cond}.json")]
+            for cond in ("baseline", "nominal")]])
     run([tm, "eval", "vqa", "--questions", str(gt / "vqa_questions.json"), "--answers", str(tmp / "vqa" / "baseline.json"),
          str(tmp / "vqa" / "nominal.json"), "--gt-graph", str(gt / "scene_graph.json"), "--out", str(tmp / "vqa_eval")], tmp)
     return {"tmp": tmp, "gt": gt}
