@@ -159,6 +159,14 @@ def mean_over_scenes(per_scene: dict[str, dict]) -> dict:
     return out
 
 
+def check_options(top_n: tuple[int, ...] | list[int], definition: str) -> None:
+    """SchemaError for a bad definition or top-N list (shared by the single run and the sweep)."""
+    if definition not in {"official", "paper"}:
+        raise SchemaError("--definition", definition, "'official' or 'paper'")
+    if not top_n or min(top_n) < 1:
+        raise SchemaError("--top-n", "values", "whole numbers >= 1 (prompts counted per point)", list(top_n))
+
+
 def evaluate_segmentation(scenes: list[SegmentationScene], prompts: list[str], encoder: TextEncoder, *,
                           top_n: tuple[int, ...] = (1, 5, 10), with_set_ranking: bool = True, definition: str = "official",
                           method: str = "method", prompt_source: str = "<prompt list>", progress: bool = False,
@@ -166,10 +174,7 @@ def evaluate_segmentation(scenes: list[SegmentationScene], prompts: list[str], e
     """Score every scene and the dataset mean; the result follows the official key names."""
     from tqdm import tqdm
 
-    if definition not in {"official", "paper"}:
-        raise SchemaError("--definition", definition, "'official' or 'paper'")
-    if not top_n or min(top_n) < 1:
-        raise SchemaError("--top-n", "values", "whole numbers >= 1 (prompts counted per point)", list(top_n))
+    check_options(top_n, definition)
     check_texts(prompts, prompt_source)
     feats = encoder(prompts)
     per_scene, extras = {}, {}

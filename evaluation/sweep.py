@@ -178,9 +178,9 @@ def sweep(kind: str, root: Path, gt_dir: Path, encoder: TextEncoder | None, *, l
         from evaluation.text_features import check_texts
 
         opts = {"top_n": [1, 5, 10], "set_ranking": False, "definition": "official", **opts}
-        if opts["definition"] not in ("official", "paper") or not opts["top_n"] or min(opts["top_n"]) < 1:
-            raise SchemaError("<options>", "--definition/--top-n", "official or paper, and top-N values >= 1",
-                              (opts["definition"], opts["top_n"]))
+        from evaluation.segmentation import check_options
+
+        check_options(opts["top_n"], opts["definition"])
         prompt_path = opts.pop("prompt_list", None) or gt_dir / PROMPT_LIST_FILE
         prompts = read_prompt_list(prompt_path)
         check_texts(prompts, str(prompt_path))

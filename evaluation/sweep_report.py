@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evaluation.tables import DASH, OSMA_COLUMNS, flatten, markdown_table, number
+from evaluation.tables import DASH, OSMA_COLUMNS, _signed_pct, flatten, markdown_table, number
 from tiermap import atomic
 from tiermap.formats.results import RESULTS_CSV, RESULTS_FILE, RESULTS_MD, write_results
 
@@ -21,12 +21,6 @@ def _cell(kind: str, v: float | None, metric: str) -> str:
     if v is None:
         return DASH
     return f"{v * 100:.2f}" if _PERCENT[kind] and metric != "mR" else f"{v:.3f}" if metric in ("mR", "avg. inverse rank") else f"{v:.2f}"
-
-
-def _signed(v: Any) -> str:
-    """Signed x100 with 2 decimals, a dash when missing."""
-    f = number(v)
-    return DASH if f is None else f"{f * 100:+.2f}"
 
 
 def metrics_of(result: Mapping[str, Any]) -> list[str]:
@@ -53,12 +47,12 @@ def markdown(result: Mapping[str, Any]) -> str:
         rows = [[m] + [_cell(kind, number((cells.get((m, c)) or {}).get(metric)), metric) for c in conds] for m in result["methods"]]
         lines += [f"## {metric}{unit}", ""] + markdown_table(["method", *conds], rows) + [""]
     for method, rel in (result.get("relative_change") or {}).items():
-        rows = [[c] + [_signed(d.get(k)) for k in OSMA_COLUMNS]
+        rows = [[c] + [_signed_pct(d.get(k)) for k in OSMA_COLUMNS]
                 for c, d in rel.items()]
         lines += [f"## {method}: relative change vs {result.get('baseline')} (%)", ""]
         lines += markdown_table(["condition", *OSMA_COLUMNS.values()], rows) + [""]
     if kind == "vqa":
-        rows = [[m] + [_signed(((result["results"][m].get(c) or {}).get("relative_change") or {}).get(c, {}).get("overall")) for c in conds]
+        rows = [[m] + [_signed_pct(((result["results"][m].get(c) or {}).get("relative_change") or {}).get(c, {}).get("overall")) for c in conds]
                 for m in result["methods"] if m in result["results"]]
         lines += [f"## Overall accuracy: relative change vs {result.get('baseline')} (%)", ""]
         lines += markdown_table(["method", *conds], rows) + [""]
